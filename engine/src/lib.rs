@@ -1,1 +1,34 @@
-pub fn x(){}
+//! cuzk's engine: what to prove and how. Proof kinds and requests, Filecoin circuit
+//! builders, the SRS store, and Groth16 from assignments behind a device-backend trait
+//! (the CPU backend here; GPU backends plug into the same trait).
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`kind`] | proof kinds, sector sizes, registered-proof numbers |
+//! | [`request`] | requests and the input file format |
+//! | [`circuits`] | vanilla proofs -> per-partition circuits and public inputs |
+//! | [`srs`] | parameter files: load once, share, generate test sizes atomically |
+//! | [`prover`] | the backend trait, shape checks, final proof assembly |
+//! | [`cpu`] | the CPU backend: NTT for H, multi-threaded MSMs |
+//! | [`pipeline`] | one request end to end: plan, synthesise, prove, verify |
+//! | [`gen`] | real test inputs: seal a sector, C1, PoSt and SnapDeals vanilla proofs |
+//! | [`error`] | the crate's error type |
+#![warn(missing_docs)]
+
+pub mod circuits;
+pub mod cpu;
+pub mod error;
+pub mod gen;
+pub mod kind;
+pub mod pipeline;
+pub mod prover;
+pub mod request;
+pub mod srs;
+
+pub use cpu::CpuBackend;
+pub use error::{Error, Result};
+pub use kind::{ProofKind, RegisteredProof, SectorSize};
+pub use pipeline::{prove, verify, ProofOutput, ProveOptions, Randomness, Timings};
+pub use prover::Backend;
+pub use request::{PostInputs, ProofInputs, ProofRequest, SnapInputs};
+pub use srs::{Srs, SrsStore};

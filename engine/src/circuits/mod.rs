@@ -1,0 +1,155 @@
+//! Filecoin circuit builders: vanilla proofs in, one circuit and its public inputs per
+//! partition out, for every proof kind and every published sector size.
+//!
+//! | module | kind |
+//! |---|---|
+//! | [`porep`] | PoRep commit phase 2 from a C1 output |
+//! | [`post`] | WinningPoSt and WindowPoSt from sector vanilla proofs |
+//! | [`snap`] | SnapDeals (EmptySectorUpdate) from partition vanilla proofs |
+
+pub mod porep;
+pub mod post;
+pub mod snap;
+
+use bellpepper_core::Circuit;
+use bellperson::groth16::{self, Parameters};
+use blstrs::{Bls12, Scalar};
+use cuzk_pce::Assignment;
+
+use crate::error::{catch_panic, Error, Result};
+use crate::kind::{ProofKind, RegisteredProof};
+use crate::request::{ProofInputs, ProofRequest};
+
+/// Runs `$body` with `$tree` bound to the Merkle tree shape of `$size`.
+macro_rules! with_shape {
+    ($size:expr, $tree:ident => $body:expr) => {{
+        use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
+        match $size {
+            // 2 KiB, 8 MiB and 512 MiB share one shape (base tree, no sub or top trees).
+            $crate::kind::SectorSize::S2KiB
+            | $crate::kind::SectorSize::S8MiB
+            | $crate::kind::SectorSize::S512MiB => {
+                type $tree = SectorShape2KiB;
+                $body
+            }
+            $crate::kind::SectorSize::S32GiB => {
+                type $tree = SectorShape32GiB;
+                $body
+            }
+            $crate::kind::SectorSize::S64GiB => {
+                type $tree = SectorShape64GiB;
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use with_shape;
+
+/// One partition's circuit, ready to be synthesised. Object-safe so that partitions of every
+/// kind and shape travel through the same queues.
+pub trait PartitionCircuit: Send {
+    /// Synthesises the circuit: witness, constraint evaluations and densities.
+    fn synthesize(self: Box<Self>) -> Result<Assignment>;
+
+    /// Proves the circuit with bellperson 0.27's `create_proof` and the given `r`, `s`.
+    ///
+    /// This is the reference implementation every cuzk backend must match byte for byte;
+    /// tests and benchmarks use it as the oracle.
+    fn prove_with_bellperson(
+        self: Box<Self>,
+        params: &Parameters<Bls12>,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<groth16::Proof<Bls12>>;
+}
+
+/// Adapts any bellpepper-core circuit to [`PartitionCircuit`].
+pub struct CircuitBox<C>(pub C);
+
+impl<C: Circuit<Scalar> + Send> PartitionCircuit for CircuitBox<C> {
+    fn synthesize(self: Box<Self>) -> Result<Assignment> {
+        catch_panic("circuit synthesis", || Ok(cuzk_pce::synthesize(self.0)?))
+    }
+
+    fn prove_with_bellperson(
+        self: Box<Self>,
+        params: &Parameters<Bls12>,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<groth16::Proof<Bls12>> {
+        groth16::create_proof(self.0, params, r, s).map_err(|e| Error::Prover {
+            partition: 0,
+            backend: "bellperson".into(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// One partition of a proof: its circuit and the public inputs a verifier will use.
+pub struct PartitionJob {
+    /// Index of the partition within the proof (0-based).
+    pub index: usize,
+    /// Public inputs, without the leading ONE, as the verifier computes them.
+    pub public_inputs: Vec<Scalar>,
+    /// The circuit to synthesise.
+    pub circuit: Box<dyn PartitionCircuit>,
+}
+
+/// What a request turns into: the parameter set it needs and its partitions in order.
+pub struct ProofPlan {
+    /// The registered proof being produced.
+    pub proof: RegisteredProof,
+    /// The parameter-cache identifier of the circuit (file `v28-<identifier>.params`).
+    pub params_identifier: String,
+    /// Partitions, in index order; the proof is their concatenation.
+    pub partitions: Vec<PartitionJob>,
+}
+
+/// Builds the plan for a request: decodes its vanilla proofs, checks their shape, and builds
+/// each partition's circuit and public inputs.
+#[tracing::instrument(skip_all, fields(kind = %request.proof.kind, size = %request.proof.sector_size))]
+pub fn plan(request: &ProofRequest) -> Result<ProofPlan> {
+    let proof = request.proof;
+    catch_panic("building circuits", || match (&request.inputs, proof.kind) {
+        (ProofInputs::Porep { c1_json }, ProofKind::PorepC2) => porep::plan(proof, c1_json),
+        (ProofInputs::Post(post), ProofKind::WinningPost | ProofKind::WindowPost) => {
+            post::plan(proof, post)
+        }
+        (ProofInputs::Snap(snap), ProofKind::SnapDeals) => snap::plan(proof, snap),
+        (inputs, kind) => Err(Error::InvalidRequest(format!(
+            "a {kind} request cannot carry {} inputs",
+            inputs.describe()
+        ))),
+    })
+}
+
+/// The parameter-cache identifier of `proof`'s circuit, without touching any file.
+pub fn params_identifier(proof: RegisteredProof) -> Result<String> {
+    match proof.kind {
+        ProofKind::PorepC2 => porep::params_identifier(proof),
+        ProofKind::WinningPost | ProofKind::WindowPost => post::params_identifier(proof),
+        ProofKind::SnapDeals => snap::params_identifier(proof),
+    }
+}
+
+/// Generates fresh (insecure, test-only) Groth16 parameters for `proof`'s circuit.
+pub fn generate_params<R: rand_core::RngCore>(
+    proof: RegisteredProof,
+    rng: &mut R,
+) -> Result<Parameters<Bls12>> {
+    let res = match proof.kind {
+        ProofKind::PorepC2 => porep::generate_params(proof, rng),
+        ProofKind::WinningPost | ProofKind::WindowPost => post::generate_params(proof, rng),
+        ProofKind::SnapDeals => snap::generate_params(proof, rng),
+    };
+    res.map_err(Error::filecoin)
+}
+
+/// Decodes a 32-byte commitment-like value, with a clear error naming the field.
+pub(crate) fn safe_domain<D: filecoin_hashers::Domain>(bytes: &[u8; 32], what: &str) -> Result<D> {
+    D::try_from_bytes(bytes).map_err(|e| {
+        Error::InvalidRequest(format!(
+            "{what} is not a valid field element ({e}); is it a raw 32-byte commitment?"
+        ))
+    })
+}

@@ -1,0 +1,135 @@
+//! SnapDeals (EmptySectorUpdate): circuits from per-partition vanilla proofs
+//! (`PartitionProof`, bincode-encoded, one per partition).
+
+use bellperson::groth16::Parameters;
+use blstrs::Bls12;
+use filecoin_proofs::{PoRepConfig, SectorUpdateConfig};
+use storage_proofs_core::{
+    compound_proof::{self, CompoundProof},
+    merkle::MerkleTreeTrait,
+    parameter_cache::CacheableParameters,
+};
+use storage_proofs_update::{
+    constants::TreeRHasher, EmptySectorUpdate, EmptySectorUpdateCircuit,
+    EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams, SetupParams,
+};
+
+use super::{safe_domain, with_shape, CircuitBox, PartitionJob, ProofPlan};
+use crate::error::{Error, Result};
+use crate::kind::{ProofKind, RegisteredProof};
+use crate::request::SnapInputs;
+
+/// The update configuration filecoin-proofs derives for `proof`'s sector size.
+pub fn config(proof: RegisteredProof) -> SectorUpdateConfig {
+    // The update circuit depends only on the sector size; any seal proof of that size
+    // gives the same configuration.
+    let seal = RegisteredProof::latest(ProofKind::PorepC2, proof.sector_size);
+    SectorUpdateConfig::from_porep_config(&PoRepConfig::new_groth16(
+        proof.sector_size.bytes(),
+        seal.porep_id(),
+        seal.api_version(),
+    ))
+}
+
+fn public_params(proof: RegisteredProof) -> PublicParams {
+    PublicParams::from_sector_size(proof.sector_size.bytes())
+}
+
+pub(super) fn params_identifier(proof: RegisteredProof) -> Result<String> {
+    let pp = public_params(proof);
+    Ok(with_shape!(proof.sector_size, Tree =>
+        <EmptySectorUpdateCompound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(&pp)))
+}
+
+pub(super) fn generate_params<R: rand_core::RngCore>(
+    proof: RegisteredProof,
+    rng: &mut R,
+) -> anyhow::Result<Parameters<Bls12>> {
+    let pp = public_params(proof);
+    with_shape!(proof.sector_size, Tree => {
+        let blank = <EmptySectorUpdateCompound<Tree> as CompoundProof<
+            EmptySectorUpdate<Tree>,
+            EmptySectorUpdateCircuit<Tree>,
+        >>::blank_circuit(&pp);
+        Ok(bellperson::groth16::generate_random_parameters::<Bls12, _, _>(blank, rng)?)
+    })
+}
+
+pub(super) fn plan(proof: RegisteredProof, inputs: &SnapInputs) -> Result<ProofPlan> {
+    with_shape!(proof.sector_size, Tree => plan_for::<Tree>(proof, inputs))
+}
+
+/// Decodes the bincode `PartitionProof` of each partition.
+pub fn decode_partition_proofs<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
+    raw: &[Vec<u8>],
+) -> Result<Vec<PartitionProof<Tree>>> {
+    if raw.is_empty() {
+        return Err(Error::InvalidRequest("the vanilla proof list is empty".into()));
+    }
+    raw.iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            bincode::deserialize(bytes).map_err(|e| Error::Decode {
+                what: format!("vanilla proof {i} (bincode PartitionProof)"),
+                reason: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+fn plan_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    proof: RegisteredProof,
+    inputs: &SnapInputs,
+) -> Result<ProofPlan> {
+    let config = config(proof);
+    let partitions = usize::from(config.update_partitions);
+    let vanilla = decode_partition_proofs::<Tree>(&inputs.vanilla_proofs)?;
+    if vanilla.len() != partitions {
+        return Err(Error::InvalidRequest(format!(
+            "SnapDeals {} needs {partitions} partition proofs, got {}",
+            proof.sector_size,
+            vanilla.len()
+        )));
+    }
+    let pub_in = PublicInputs {
+        k: partitions,
+        comm_r_old: safe_domain(&inputs.comm_r_old, "comm_r_old")?,
+        comm_d_new: safe_domain(&inputs.comm_d_new, "comm_d_new")?,
+        comm_r_new: safe_domain(&inputs.comm_r_new, "comm_r_new")?,
+        h: config.h,
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params: SetupParams {
+            sector_bytes: proof.sector_size.bytes(),
+        },
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let pp = <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::setup(&setup)
+        .map_err(Error::filecoin)?;
+    let vp = &pp.vanilla_params;
+    let mut jobs = Vec::with_capacity(partitions);
+    for (k, p) in vanilla.iter().enumerate() {
+        let public_inputs =
+            EmptySectorUpdateCompound::<Tree>::generate_public_inputs(&pub_in, vp, Some(k))
+                .map_err(Error::filecoin)?;
+        let circuit = <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
+            &pub_in,
+            Default::default(),
+            p,
+            vp,
+            Some(k),
+        )
+        .map_err(Error::filecoin)?;
+        jobs.push(PartitionJob {
+            index: k,
+            public_inputs,
+            circuit: Box::new(CircuitBox(circuit)),
+        });
+    }
+    Ok(ProofPlan {
+        proof,
+        params_identifier: params_identifier(proof)?,
+        partitions: jobs,
+    })
+}

@@ -1,0 +1,260 @@
+//! Radix-2 number-theoretic transforms over Fr, and the H polynomial of Groth16.
+//!
+//! Conventions are bellperson 0.27's `EvaluationDomain`: the domain has `m = 2^k` points,
+//! the smallest power of two not below the number of constraints, with generator
+//! `omega = ROOT_OF_UNITY^(2^(S-k))`. The H polynomial's coefficients are mathematically
+//! unique for that domain, so any correct computation matches bellperson bit for bit; the
+//! coset shift used internally is free (we use `MULTIPLICATIVE_GENERATOR`, as bellperson).
+
+use blstrs::Scalar;
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+
+/// Below this many elements work is not split across threads.
+const PAR_THRESHOLD: usize = 1 << 12;
+
+/// An evaluation domain of size `2^log_m`.
+#[derive(Clone, Debug)]
+pub struct Domain {
+    /// log2 of the size.
+    pub log_m: u32,
+    /// The size.
+    pub m: usize,
+    /// Primitive m-th root of unity.
+    pub omega: Scalar,
+}
+
+impl Domain {
+    /// The smallest domain holding `n` points. Errors past Fr's 2-adicity (2^32).
+    pub fn for_size(n: usize) -> Result<Self> {
+        let m = n.max(1).next_power_of_two();
+        let log_m = m.trailing_zeros();
+        if log_m >= Scalar::S {
+            return Err(Error::InvalidRequest(format!(
+                "circuit of {n} constraints exceeds the largest NTT domain (2^{})",
+                Scalar::S - 1
+            )));
+        }
+        let mut omega = Scalar::ROOT_OF_UNITY;
+        for _ in log_m..Scalar::S {
+            omega = omega.square();
+        }
+        Ok(Domain { log_m, m, omega })
+    }
+}
+
+/// `[1, w, w^2, ..., w^(len-1)]`, computed in parallel chunks.
+fn powers(w: Scalar, len: usize) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; len];
+    let chunk = (len / rayon::current_num_threads().max(1)).max(1024);
+    out.par_chunks_mut(chunk).enumerate().for_each(|(i, c)| {
+        let mut acc = w.pow_vartime([(i * chunk) as u64]);
+        for x in c.iter_mut() {
+            *x = acc;
+            acc *= w;
+        }
+    });
+    out
+}
+
+fn bit_reverse(a: &mut [Scalar], log_m: u32) {
+    if log_m == 0 {
+        return;
+    }
+    let shift = usize::BITS - log_m;
+    for i in 0..a.len() {
+        let j = i.reverse_bits() >> shift;
+        if i < j {
+            a.swap(i, j);
+        }
+    }
+}
+
+/// In-place radix-2 decimation-in-time transform with twiddle table `tw[j] = w^j`,
+/// `j < m/2`, where `w` is a primitive m-th root of unity (forward or inverse).
+fn transform(a: &mut [Scalar], tw: &[Scalar], log_m: u32) {
+    let m = a.len();
+    bit_reverse(a, log_m);
+    let mut half = 1;
+    while half < m {
+        let stride = m / (2 * half);
+        let block = 2 * half;
+        let butterfly = |lo: &mut [Scalar], hi: &mut [Scalar], j0: usize| {
+            for (j, (x, y)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+                let t = *y * tw[(j0 + j) * stride];
+                *y = *x - t;
+                *x += t;
+            }
+        };
+        if m / block >= rayon::current_num_threads() * 4 || m < PAR_THRESHOLD {
+            // many independent blocks: one task per run of blocks
+            a.par_chunks_mut(block.max(PAR_THRESHOLD).min(m))
+                .for_each(|run| {
+                    for blk in run.chunks_mut(block) {
+                        let (lo, hi) = blk.split_at_mut(half);
+                        butterfly(lo, hi, 0);
+                    }
+                });
+        } else {
+            // few large blocks: split each block's butterflies across threads
+            let piece = (half / (rayon::current_num_threads() * 4)).max(1024).min(half);
+            for blk in a.chunks_mut(block) {
+                let (lo, hi) = blk.split_at_mut(half);
+                lo.par_chunks_mut(piece)
+                    .zip(hi.par_chunks_mut(piece))
+                    .enumerate()
+                    .for_each(|(p, (l, h))| butterfly(l, h, p * piece));
+            }
+        }
+        half *= 2;
+    }
+}
+
+/// Precomputed twiddles for one domain, forward and inverse.
+pub struct Twiddles {
+    domain: Domain,
+    fwd: Vec<Scalar>,
+    inv: Vec<Scalar>,
+}
+
+impl Twiddles {
+    /// Tables for `domain` (m/2 elements each).
+    pub fn new(domain: Domain) -> Self {
+        let half = (domain.m / 2).max(1);
+        let omega_inv = domain.omega.invert().unwrap_or(Scalar::ONE);
+        Twiddles {
+            fwd: powers(domain.omega, half),
+            inv: powers(omega_inv, half),
+            domain,
+        }
+    }
+
+    /// Evaluations on the domain -> coefficients (with the 1/m scaling).
+    pub fn ifft(&self, a: &mut [Scalar]) {
+        transform(a, &self.inv, self.domain.log_m);
+        let m_inv = m_inv(self.domain.m);
+        a.par_iter_mut().for_each(|x| *x *= m_inv);
+    }
+
+    /// Coefficients -> evaluations on the domain.
+    pub fn fft(&self, a: &mut [Scalar]) {
+        transform(a, &self.fwd, self.domain.log_m);
+    }
+}
+
+fn m_inv(m: usize) -> Scalar {
+    Scalar::from(m as u64).invert().unwrap_or(Scalar::ONE)
+}
+
+/// Multiplies `a[i]` by `c * g^i`.
+fn scale_by_powers(a: &mut [Scalar], g: Scalar, c: Scalar) {
+    let chunk = (a.len() / rayon::current_num_threads().max(1)).max(1024);
+    a.par_chunks_mut(chunk).enumerate().for_each(|(i, part)| {
+        let mut acc = c * g.pow_vartime([(i * chunk) as u64]);
+        for x in part.iter_mut() {
+            *x *= acc;
+            acc *= g;
+        }
+    });
+}
+
+/// Computes the coefficients of `h = (A*B - C) / Z` from the evaluations `a`, `b`, `c` of the
+/// A, B, C polynomials on the domain (one entry per constraint, zero padded to `m`).
+///
+/// Returns `m - 1` coefficients: the degree of h is at most `m - 2`, and bellperson's H query
+/// has exactly `m - 1` points.
+#[tracing::instrument(level = "debug", skip_all, fields(n = a.len()))]
+pub fn compute_h(mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>) -> Result<Vec<Scalar>> {
+    let domain = Domain::for_size(a.len())?;
+    let m = domain.m;
+    for v in [&mut a, &mut b, &mut c] {
+        v.resize(m, Scalar::ZERO);
+    }
+    let tw = Twiddles::new(domain);
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    let minv = m_inv(m);
+    // evaluations -> coefficients -> evaluations on the coset g*H; the 1/m of the inverse
+    // transform is folded into the coset scaling.
+    let to_coset = |v: &mut Vec<Scalar>| {
+        transform(v, &tw.inv, tw.domain.log_m);
+        scale_by_powers(v, g, minv);
+        tw.fft(v);
+    };
+    to_coset(&mut a);
+    to_coset(&mut b);
+    to_coset(&mut c);
+    // Z(x) = x^m - 1 is the constant g^m - 1 on the coset.
+    let z_inv = (g.pow_vartime([m as u64]) - Scalar::ONE)
+        .invert()
+        .into_option()
+        .ok_or_else(|| Error::InvalidRequest("vanishing polynomial is zero on the coset".into()))?;
+    a.par_iter_mut()
+        .zip(b.par_iter())
+        .zip(c.par_iter())
+        .for_each(|((x, y), z)| *x = (*x * y - z) * z_inv);
+    drop(b);
+    drop(c);
+    // back to coefficients: inverse transform, then undo the coset shift (and 1/m)
+    transform(&mut a, &tw.inv, tw.domain.log_m);
+    let g_inv = g.invert().unwrap_or(Scalar::ONE);
+    scale_by_powers(&mut a, g_inv, minv);
+    a.truncate(m - 1);
+    Ok(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+
+    fn naive_eval(coeffs: &[Scalar], x: Scalar) -> Scalar {
+        coeffs.iter().rev().fold(Scalar::ZERO, |acc, c| acc * x + c)
+    }
+
+    #[test]
+    fn fft_matches_naive_evaluation_and_inverts() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for log_m in [0u32, 1, 2, 3, 5, 10, 13] {
+            let m = 1usize << log_m;
+            let coeffs: Vec<Scalar> = (0..m).map(|_| Scalar::random(&mut rng)).collect();
+            let d = Domain::for_size(m).unwrap();
+            assert_eq!(d.m, m);
+            let tw = Twiddles::new(d.clone());
+            let mut v = coeffs.clone();
+            tw.fft(&mut v);
+            for i in [0, m / 2, m - 1] {
+                assert_eq!(v[i], naive_eval(&coeffs, d.omega.pow_vartime([i as u64])), "m={m} i={i}");
+            }
+            tw.ifft(&mut v);
+            assert_eq!(v, coeffs, "ifft(fft(x)) != x at m={m}");
+        }
+    }
+
+    #[test]
+    fn h_satisfies_the_qap_identity() {
+        // Random a, b with c = a*b on the domain: then A*B - C = H*Z as polynomials.
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for n in [1usize, 2, 3, 5, 1000, 1025] {
+            let a: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+            let b: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+            let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+            let h = compute_h(a.clone(), b.clone(), c.clone()).unwrap();
+            let d = Domain::for_size(n).unwrap();
+            assert_eq!(h.len(), d.m - 1);
+            let tw = Twiddles::new(d.clone());
+            let interp = |mut v: Vec<Scalar>| {
+                v.resize(d.m, Scalar::ZERO);
+                tw.ifft(&mut v);
+                v
+            };
+            let (pa, pb, pc) = (interp(a), interp(b), interp(c));
+            let x = Scalar::random(&mut rng);
+            let lhs = naive_eval(&pa, x) * naive_eval(&pb, x) - naive_eval(&pc, x);
+            let rhs = naive_eval(&h, x) * (x.pow_vartime([d.m as u64]) - Scalar::ONE);
+            assert_eq!(lhs, rhs, "n={n}");
+        }
+    }
+}

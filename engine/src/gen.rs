@@ -1,0 +1,1 @@
+//! Real test inputs (filled below).

@@ -1,0 +1,115 @@
+//! Groth16 from assignments: the backend seam, shape checks against the parameters, and the
+//! final combination of the multi-scalar multiplications with r and s.
+//!
+//! With the same parameters, assignment, r and s every backend must produce the proof
+//! bellperson 0.27's `create_proof` produces, byte for byte.
+
+use bellperson::groth16::{Parameters, Proof};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use cuzk_pce::Assignment;
+use group::{prime::PrimeCurveAffine, Curve};
+
+use crate::error::{Error, Result};
+use crate::srs::Srs;
+
+/// A device that proves synthesised partitions. The CPU backend is the reference; GPU
+/// backends implement the same contract.
+pub trait Backend: Send + Sync {
+    /// A stable name for logs and errors ("cpu", or a GPU's PCI id).
+    fn name(&self) -> String;
+
+    /// Proves one partition. `partition` is only used in error messages.
+    fn prove(
+        &self,
+        srs: &Srs,
+        assignment: Assignment,
+        r: Scalar,
+        s: Scalar,
+        partition: usize,
+    ) -> Result<Proof<Bls12>>;
+}
+
+/// The group elements a backend computes before randomisation.
+#[derive(Clone, Debug)]
+pub struct MsmResults {
+    /// `sum h_i * H_i`.
+    pub h: G1Projective,
+    /// `sum aux_i * L_i`.
+    pub l: G1Projective,
+    /// A query over inputs and (dense) aux.
+    pub a: G1Projective,
+    /// B query in G1.
+    pub b_g1: G1Projective,
+    /// B query in G2.
+    pub b_g2: G2Projective,
+}
+
+/// Checks that the assignment has the shape the parameters were generated for, so that a
+/// parameter file of another circuit is refused instead of producing a bad proof.
+pub fn check_shape(params: &Parameters<Bls12>, asg: &Assignment, srs_name: &str) -> Result<()> {
+    let m = crate::cpu::ntt::Domain::for_size(asg.num_constraints())?.m;
+    let checks = [
+        ("inputs (vk.ic)", params.vk.ic.len(), asg.input.len()),
+        ("H query", params.h.len(), m - 1),
+        ("L query", params.l.len(), asg.aux.len()),
+        (
+            "A query",
+            params.a.len(),
+            asg.input.len() + asg.a_aux_density.count(),
+        ),
+        (
+            "B query (G1)",
+            params.b_g1.len(),
+            asg.b_input_density.count() + asg.b_aux_density.count(),
+        ),
+        (
+            "B query (G2)",
+            params.b_g2.len(),
+            asg.b_input_density.count() + asg.b_aux_density.count(),
+        ),
+    ];
+    for (what, have, want) in checks {
+        if have != want {
+            return Err(Error::ParamsInvalid {
+                path: srs_name.into(),
+                reason: format!(
+                    "{what} has {have} points but the circuit needs {want}: these parameters are for another circuit"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Combines the MSM results with the verifying key, r and s, exactly as bellperson does:
+/// `A = alpha + a + r*delta`, `B = beta + b + s*delta`,
+/// `C = s*a + r*b_g1 + r*s*delta + s*alpha + r*beta + h + l`.
+pub fn assemble(
+    params: &Parameters<Bls12>,
+    msm: &MsmResults,
+    r: Scalar,
+    s: Scalar,
+) -> Result<Proof<Bls12>> {
+    let vk = &params.vk;
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(Error::ParamsInvalid {
+            path: "verifying key".into(),
+            reason: "delta is the identity (subversion-CRS attack?)".into(),
+        });
+    }
+    let delta_g1 = vk.delta_g1.to_curve();
+    let g_a = delta_g1 * r + vk.alpha_g1 + msm.a;
+    let g_b = vk.delta_g2.to_curve() * s + vk.beta_g2 + msm.b_g2;
+    let g_c = msm.a * s
+        + msm.b_g1 * r
+        + delta_g1 * (r * s)
+        + vk.alpha_g1.to_curve() * s
+        + vk.beta_g1.to_curve() * r
+        + msm.h
+        + msm.l;
+    Ok(Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    })
+}

@@ -1,0 +1,220 @@
+//! The SRS store: Groth16 parameter files, loaded once and shared between proofs.
+//!
+//! Files follow filecoin-proofs' parameter cache: `<dir>/v28-<identifier>.params` (plus
+//! `.vk` and `.meta`), where `<dir>` defaults to `FIL_PROOFS_PARAMETER_CACHE` or
+//! `/var/tmp/filecoin-proof-parameters`. Test-size parameters are generated only when asked
+//! ([`SrsStore::generate`]), under a file lock, written to a temporary name and renamed, so a
+//! crash never leaves a half-written file under the real name.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey};
+use blstrs::Bls12;
+
+use crate::circuits;
+use crate::error::{Error, Result};
+use crate::kind::RegisteredProof;
+
+/// filecoin-proofs' parameter file version prefix (`v28-...`).
+pub const PARAMS_VERSION: usize = storage_proofs_core::parameter_cache::VERSION;
+
+/// The default parameter directory, as filecoin-proofs resolves it.
+pub fn default_dir() -> PathBuf {
+    std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters"))
+}
+
+/// One loaded parameter set.
+pub struct Srs {
+    /// The proving parameters.
+    pub params: Parameters<Bls12>,
+    /// The verifying key, prepared for pairing checks.
+    pub pvk: PreparedVerifyingKey<Bls12>,
+    /// Where it was loaded from.
+    pub path: PathBuf,
+    /// File size in bytes.
+    pub file_bytes: u64,
+    /// Time spent loading it.
+    pub load_time: Duration,
+}
+
+impl std::fmt::Debug for Srs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Srs")
+            .field("path", &self.path)
+            .field("file_bytes", &self.file_bytes)
+            .finish()
+    }
+}
+
+type Slot = Arc<OnceLock<Arc<Srs>>>;
+
+/// Loads parameter files on first use and hands out shared references afterwards.
+///
+/// Invariant: a file is read at most once per store, even when many proofs ask for it at the
+/// same time (the first caller loads, the others wait on the same slot).
+pub struct SrsStore {
+    dir: PathBuf,
+    slots: Mutex<HashMap<String, Slot>>,
+}
+
+impl SrsStore {
+    /// A store over `dir` (nothing is read yet).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        SrsStore {
+            dir: dir.into(),
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The directory searched.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The parameter file path for an identifier.
+    pub fn params_path(&self, identifier: &str) -> PathBuf {
+        self.dir
+            .join(format!("v{PARAMS_VERSION}-{identifier}.params"))
+    }
+
+    /// Whether `proof`'s parameter file is present (it may still be unusable).
+    pub fn has(&self, proof: RegisteredProof) -> Result<bool> {
+        let id = circuits::params_identifier(proof)?;
+        Ok(self.params_path(&id).is_file())
+    }
+
+    /// Returns `proof`'s parameters, loading them on first use.
+    pub fn get(&self, proof: RegisteredProof) -> Result<Arc<Srs>> {
+        let id = circuits::params_identifier(proof)?;
+        self.get_by_identifier(proof, &id)
+    }
+
+    /// As [`get`](Self::get) with a known identifier.
+    pub fn get_by_identifier(&self, proof: RegisteredProof, identifier: &str) -> Result<Arc<Srs>> {
+        let slot = {
+            let mut slots = self
+                .slots
+                .lock()
+                .map_err(|_| Error::Filecoin("SRS store lock poisoned".into()))?;
+            slots.entry(identifier.to_string()).or_default().clone()
+        };
+        if let Some(srs) = slot.get() {
+            return Ok(srs.clone());
+        }
+        // Several threads may race here; each loads, one wins the slot. Loading is rare
+        // (once per file per process) and the losers' copies are dropped.
+        let path = self.params_path(identifier);
+        let srs = Arc::new(load(&path, proof)?);
+        Ok(slot.get_or_init(|| srs).clone())
+    }
+
+    /// Drops a loaded parameter set (the memory is freed once no proof uses it). Returns
+    /// whether it was loaded.
+    pub fn evict(&self, proof: RegisteredProof) -> Result<bool> {
+        let id = circuits::params_identifier(proof)?;
+        let mut slots = self
+            .slots
+            .lock()
+            .map_err(|_| Error::Filecoin("SRS store lock poisoned".into()))?;
+        Ok(slots.remove(&id).is_some_and(|s| s.get().is_some()))
+    }
+
+    /// Generates insecure test parameters for `proof` unless a file is already there.
+    ///
+    /// Generation holds an exclusive lock on `<file>.lock`, so concurrent processes (test
+    /// binaries, CLI runs) generate once. Returns the path and whether it generated.
+    pub fn generate(&self, proof: RegisteredProof, seed: u64) -> Result<(PathBuf, bool)> {
+        let id = circuits::params_identifier(proof)?;
+        let path = self.params_path(&id);
+        fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        let lock_path = path.with_extension("params.lock");
+        let lock = File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
+        lock.lock().map_err(|e| Error::io(&lock_path, e))?;
+        if path.is_file() {
+            return Ok((path, false));
+        }
+        let span = tracing::info_span!("generate_params", %proof, identifier = %id);
+        let _g = span.enter();
+        let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(seed);
+        let params = circuits::generate_params(proof, &mut rng)?;
+        write_atomic(&path, |w| params.write(w))?;
+        let vk_path = self.dir.join(format!("v{PARAMS_VERSION}-{id}.vk"));
+        write_atomic(&vk_path, |w| params.vk.write(w))?;
+        let meta_path = self.dir.join(format!("v{PARAMS_VERSION}-{id}.meta"));
+        let meta = format!("{{\"sector_size\":{}}}", proof.sector_size.bytes());
+        write_atomic(&meta_path, |w| w.write_all(meta.as_bytes()))?;
+        drop(lock);
+        Ok((path, true))
+    }
+}
+
+fn write_atomic(path: &Path, f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>) -> Result<()> {
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let res = (|| {
+        let mut w = BufWriter::with_capacity(1 << 22, File::create(&tmp)?);
+        f(&mut w)?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = res {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io(path, e));
+    }
+    Ok(())
+}
+
+/// Reads and checks one parameter file.
+#[tracing::instrument(skip_all, fields(path = %path.display()))]
+pub fn load(path: &Path, proof: RegisteredProof) -> Result<Srs> {
+    let t0 = Instant::now();
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::ParamsMissing {
+                path: path.into(),
+                kind: proof.kind.to_string(),
+                sector_size: proof.sector_size.to_string(),
+            })
+        }
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let file_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let mut reader = BufReader::with_capacity(1 << 22, file);
+    // Points are read without the (slow) subgroup check: the file is trusted to come from a
+    // parameter ceremony or from `cuzk params`; every proof is verified before it is returned,
+    // so a wrong point cannot produce an accepted proof.
+    let params = Parameters::<Bls12>::read(&mut reader, false).map_err(|e| Error::ParamsInvalid {
+        path: path.into(),
+        reason: match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                format!("file is truncated ({file_bytes} bytes); delete it and regenerate or re-download it")
+            }
+            _ => format!("file is corrupt ({e}); delete it and regenerate or re-download it"),
+        },
+    })?;
+    let mut rest = [0u8; 1];
+    if reader.read(&mut rest).map_err(|e| Error::io(path, e))? != 0 {
+        return Err(Error::ParamsInvalid {
+            path: path.into(),
+            reason: "file has trailing bytes after the parameters; it is not a parameter file written by filecoin-proofs".into(),
+        });
+    }
+    let pvk = prepare_verifying_key(&params.vk);
+    let load_time = t0.elapsed();
+    tracing::info!(bytes = file_bytes, ms = load_time.as_millis() as u64, "parameters loaded");
+    Ok(Srs {
+        params,
+        pvk,
+        path: path.into(),
+        file_bytes,
+        load_time,
+    })
+}
