@@ -1,1 +1,400 @@
-fn main(){}
+//! The `cuzk` command line: prove, verify, generate inputs and parameters, benchmark.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use cuzk::bench::{bench_against_bellperson, BellpersonLogProbe, BenchSummary};
+use cuzk::pipeline::Progress;
+use cuzk::{
+    CpuBackend, Error, ProofKind, ProofOutput, ProofRequest, ProveOptions, Randomness,
+    RegisteredProof, Result, SectorSize, SrsStore,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Parser)]
+#[command(name = "cuzk", version, about = "Filecoin Groth16 proving engine: vanilla proofs in, verified SNARKs out")]
+struct Cli {
+    /// Parameter directory (default: $FIL_PROOFS_PARAMETER_CACHE or /var/tmp/filecoin-proof-parameters).
+    #[arg(long, global = true)]
+    params_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Generate small real inputs, prove them on this machine, verify: the quickest tour.
+    Demo {
+        /// Kinds to prove (default: winning-post and window-post, about a minute on 2 cores).
+        #[arg(long = "kind")]
+        kinds: Vec<String>,
+        /// Seed for the generated sector and test parameters.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Prove a request file (see docs/architecture.md for the format) and write the proof.
+    Prove {
+        /// Request file (JSON, format cuzk-request/1).
+        #[arg(long, conflicts_with = "c1")]
+        input: Option<PathBuf>,
+        /// A bare PoRep C1 output JSON instead of a request file (needs --registered-proof).
+        #[arg(long, requires = "registered_proof")]
+        c1: Option<PathBuf>,
+        /// Registered seal proof number for --c1 (e.g. 5 = StackedDrg2KiBV1_1, 8 = 32GiB V1_1).
+        #[arg(long)]
+        registered_proof: Option<u64>,
+        /// Where to write the proof bytes (concatenated 192-byte partition proofs).
+        #[arg(long, short)]
+        out: PathBuf,
+        /// Use fixed r, s (reproducible proofs, for comparisons); never for production.
+        #[arg(long)]
+        fixed_rs: bool,
+    },
+    /// Verify proof bytes against a request file.
+    Verify {
+        /// Request file the proof was made from.
+        #[arg(long)]
+        input: PathBuf,
+        /// Proof bytes.
+        #[arg(long)]
+        proof: PathBuf,
+    },
+    /// Seal a test sector and write request files for all four kinds.
+    Gen {
+        /// Output directory (created if missing).
+        #[arg(long, short)]
+        out: PathBuf,
+        /// Sector size (2KiB, 8MiB or 512MiB).
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        /// Seed for the data, ticket and challenges.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Generate insecure test parameters (never for mainnet) into the parameter directory.
+    Params {
+        /// Kinds (default: all four).
+        #[arg(long = "kind")]
+        kinds: Vec<String>,
+        /// Sector size.
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        /// Seed of the (toxic, test-only) randomness.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Benchmark the CPU prover against bellperson's create_proof on the same circuit.
+    Bench {
+        /// Kinds (default: porep-c2 and snap-deals).
+        #[arg(long = "kind")]
+        kinds: Vec<String>,
+        /// Measured runs per kind (after one warm-up).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Sector size.
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+    },
+}
+
+/// Progress on stderr: a spinner on a terminal, plain lines otherwise.
+struct Reporter {
+    bar: Option<ProgressBar>,
+    started: Instant,
+}
+
+impl Reporter {
+    fn new() -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = ProgressBar::new_spinner();
+            b.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            b.enable_steady_tick(Duration::from_millis(120));
+            b
+        });
+        Reporter {
+            bar,
+            started: Instant::now(),
+        }
+    }
+
+    fn step(&self, msg: impl AsRef<str>) {
+        match &self.bar {
+            Some(b) => b.set_message(msg.as_ref().to_string()),
+            None => eprintln!("[{:>7.1}s] {}", self.started.elapsed().as_secs_f64(), msg.as_ref()),
+        }
+    }
+
+    fn done(&self, msg: impl AsRef<str>) {
+        match &self.bar {
+            Some(b) => b.println(format!("  {}", msg.as_ref())),
+            None => eprintln!("[{:>7.1}s] {}", self.started.elapsed().as_secs_f64(), msg.as_ref()),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let store = SrsStore::new(cli.params_dir.clone().unwrap_or_else(cuzk::srs::default_dir));
+    match run(cli.cmd, &store) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn kinds_or(kinds: &[String], default: &[ProofKind]) -> Result<Vec<ProofKind>> {
+    if kinds.is_empty() {
+        return Ok(default.to_vec());
+    }
+    kinds.iter().map(|k| k.parse()).collect()
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::io(path, e))
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
+}
+
+fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
+    match cmd {
+        Cmd::Demo { kinds, seed } => demo(store, &kinds_or(&kinds, &[ProofKind::WinningPost, ProofKind::WindowPost])?, seed),
+        Cmd::Prove {
+            input,
+            c1,
+            registered_proof,
+            out,
+            fixed_rs,
+        } => {
+            let request = match (input, c1, registered_proof) {
+                (Some(path), _, _) => ProofRequest::from_json(&read(&path)?)?,
+                (None, Some(path), Some(id)) => ProofRequest::porep_from_c1(id, read(&path)?)?,
+                _ => {
+                    return Err(Error::InvalidRequest(
+                        "give --input FILE, or --c1 FILE with --registered-proof N".into(),
+                    ))
+                }
+            };
+            let rep = Reporter::new();
+            let opts = ProveOptions {
+                randomness: if fixed_rs {
+                    Randomness::Fixed(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64))
+                } else {
+                    Randomness::Random
+                },
+                verify: true,
+            };
+            let output = prove_with_progress(store, &request, &opts, &rep)?;
+            rep.finish();
+            write(&out, &output.bytes)?;
+            print_summary(&request, &output);
+            println!("proof written to {} ({} bytes)", out.display(), output.bytes.len());
+            Ok(())
+        }
+        Cmd::Verify { input, proof } => {
+            let request = ProofRequest::from_json(&read(&input)?)?;
+            if cuzk::verify(store, &request, &read(&proof)?)? {
+                println!("valid: {} proof verifies", request.proof);
+                Ok(())
+            } else {
+                Err(Error::VerificationFailed {
+                    what: format!("{} from {}", request.proof, proof.display()),
+                })
+            }
+        }
+        Cmd::Gen {
+            out,
+            sector_size,
+            seed,
+        } => {
+            let size: SectorSize = sector_size.parse()?;
+            let rep = Reporter::new();
+            rep.step(format!("sealing a {size} sector, running C1, PoSt and SnapDeals vanilla proofs"));
+            let files = gen_files(&out, size, seed)?;
+            rep.finish();
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+            Ok(())
+        }
+        Cmd::Params {
+            kinds,
+            sector_size,
+            seed,
+        } => {
+            let size: SectorSize = sector_size.parse()?;
+            let rep = Reporter::new();
+            for kind in kinds_or(&kinds, &ProofKind::ALL)? {
+                ensure_params(store, RegisteredProof::latest(kind, size), seed, &rep)?;
+            }
+            rep.finish();
+            Ok(())
+        }
+        Cmd::Bench {
+            kinds,
+            runs,
+            sector_size,
+        } => bench(store, &kinds_or(&kinds, &[ProofKind::PorepC2, ProofKind::SnapDeals])?, runs, sector_size.parse()?),
+    }
+}
+
+fn ensure_params(store: &SrsStore, proof: RegisteredProof, seed: u64, rep: &Reporter) -> Result<()> {
+    if store.has(proof)? {
+        rep.done(format!("parameters for {proof}: present"));
+        return Ok(());
+    }
+    rep.step(format!("generating test parameters for {proof} (once; minutes for PoRep and SnapDeals)"));
+    let t = Instant::now();
+    let (path, made) = store.generate(proof, seed)?;
+    rep.done(format!(
+        "parameters for {proof}: {} in {:.1}s -> {}",
+        if made { "generated" } else { "present" },
+        t.elapsed().as_secs_f64(),
+        path.display()
+    ));
+    Ok(())
+}
+
+fn gen_files(out: &Path, size: SectorSize, seed: u64) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let inputs = cuzk::gen::generate(size, out, seed)?;
+    let mut files = Vec::new();
+    for kind in ProofKind::ALL {
+        let path = out.join(format!("{kind}-{size}.json"));
+        write(&path, &inputs.get(kind).to_json()?)?;
+        files.push(path);
+    }
+    Ok(files)
+}
+
+fn prove_with_progress(
+    store: &SrsStore,
+    request: &ProofRequest,
+    opts: &ProveOptions,
+    rep: &Reporter,
+) -> Result<ProofOutput> {
+    rep.step(format!("{}: building circuits", request.proof));
+    let on_progress = |p: Progress| match p {
+        Progress::Planned { partitions } => rep.step(format!("{}: {partitions} partition(s); loading parameters", request.proof)),
+        Progress::SrsReady { load } => {
+            if !load.is_zero() {
+                rep.done(format!("parameters loaded in {:.2}s", load.as_secs_f64()))
+            }
+        }
+        Progress::Phase { partition, phase } => rep.step(format!("{}: partition {partition}: {phase}", request.proof)),
+        Progress::PartitionDone { partition } => rep.done(format!("{}: partition {partition} proved and verified", request.proof)),
+    };
+    cuzk::prove(store, &CpuBackend, request, opts, &on_progress)
+}
+
+fn print_summary(request: &ProofRequest, out: &ProofOutput) {
+    let t = &out.timings;
+    println!("{}: {} partition(s), {} bytes, verified: {}", request.proof, out.partitions.len(), out.bytes.len(), if out.verified { "yes" } else { "skipped" });
+    println!(
+        "  timings: plan {:.3}s | params {:.3}s | synthesis {:.3}s | prove {:.3}s | verify {:.3}s | total {:.3}s",
+        t.plan.as_secs_f64(),
+        t.srs_load.as_secs_f64(),
+        t.synthesis.as_secs_f64(),
+        t.prove.as_secs_f64(),
+        t.verify.as_secs_f64(),
+        t.total.as_secs_f64()
+    );
+}
+
+fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> Result<()> {
+    let t0 = Instant::now();
+    let size = SectorSize::S2KiB;
+    let rep = Reporter::new();
+    for kind in kinds {
+        ensure_params(store, RegisteredProof::latest(*kind, size), seed, &rep)?;
+    }
+    rep.step("sealing a 2KiB sector and building vanilla proofs");
+    let t = Instant::now();
+    let work = std::env::temp_dir();
+    let inputs = cuzk::gen::generate(size, &work, seed)?;
+    rep.done(format!("inputs generated in {:.2}s", t.elapsed().as_secs_f64()));
+    let mut results = Vec::new();
+    for kind in kinds {
+        let request = inputs.get(*kind);
+        let out = prove_with_progress(store, request, &ProveOptions::default(), &rep)?;
+        results.push((request.clone(), out));
+    }
+    rep.finish();
+    for (request, out) in &results {
+        print_summary(request, out);
+        println!("  proof: {}…", &hex::encode(&out.bytes)[..32]);
+    }
+    println!("demo finished in {:.1}s: every proof verified with bellperson's verifier", t0.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn bench(store: &SrsStore, kinds: &[ProofKind], runs: usize, size: SectorSize) -> Result<()> {
+    let probe = BellpersonLogProbe::install();
+    let rep = Reporter::new();
+    for kind in kinds {
+        ensure_params(store, RegisteredProof::latest(*kind, size), 1, &rep)?;
+    }
+    rep.step("generating inputs");
+    let inputs = cuzk::gen::generate(size, &std::env::temp_dir(), 1)?;
+    let mut summaries = Vec::new();
+    for kind in kinds {
+        rep.step(format!("{kind}: {runs} run(s) + warm-up, cuzk then bellperson"));
+        summaries.push(bench_against_bellperson(store, &CpuBackend, inputs.get(*kind), runs, probe)?);
+    }
+    rep.finish();
+    println!("threads: {} | runs: {runs} (+1 warm-up), medians", rayon_threads());
+    println!("| circuit | constraints | cuzk synthesis | cuzk prove | bellperson synthesis | bellperson prove | bellperson total | prove speed-up | identical |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for s in &summaries {
+        print_bench_row(s);
+    }
+    Ok(())
+}
+
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+fn print_bench_row(s: &BenchSummary) {
+    let f = |d: Option<Duration>| d.map(|d| format!("{:.3}s", d.as_secs_f64())).unwrap_or_else(|| "n/a".into());
+    let ours = s.median_of(|r| Some(r.ours_prove));
+    let theirs = s.median_of(|r| r.bellperson_prove);
+    let ratio = match (ours, theirs) {
+        (Some(o), Some(t)) if !o.is_zero() => format!("{:.2}x", t.as_secs_f64() / o.as_secs_f64()),
+        _ => "n/a".into(),
+    };
+    println!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        s.label,
+        s.constraints,
+        f(s.median_of(|r| Some(r.ours_synthesis))),
+        f(ours),
+        f(s.median_of(|r| r.bellperson_synthesis)),
+        f(theirs),
+        f(s.median_of(|r| Some(r.bellperson_total))),
+        ratio,
+        if s.all_identical() { "yes" } else { "NO" }
+    );
+}

@@ -1,1 +1,244 @@
-//! Real test inputs (filled below).
+//! Real test inputs: seal a sector with filecoin-proofs, run C1, and produce WinningPoSt,
+//! WindowPoSt and SnapDeals vanilla proofs for it, all as [`ProofRequest`]s.
+//!
+//! Sealing is cheap at test sizes (milliseconds at 2 KiB once the SDR parent cache exists).
+//! The work files live in a temporary directory removed afterwards; only the requests are
+//! kept. Randomness comes from a seed so a run can be repeated.
+
+use std::fs::OpenOptions;
+use std::io::{Seek, Write};
+use std::path::Path;
+
+use filecoin_proofs::{
+    add_piece, encode_into, generate_fallback_sector_challenges, generate_partition_proofs,
+    generate_piece_commitment, generate_single_vanilla_proof, seal_commit_phase1,
+    seal_pre_commit_phase1, seal_pre_commit_phase2, PaddedBytesAmount, PrivateReplicaInfo,
+    SectorShape2KiB, UnpaddedBytesAmount,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use storage_proofs_core::{merkle::MerkleTreeTrait, sector::SectorId};
+use storage_proofs_update::constants::TreeRHasher;
+
+use crate::circuits::{porep, post, snap};
+use crate::error::{Error, Result};
+use crate::kind::{ProofKind, RegisteredProof, SectorSize};
+use crate::request::{PostInputs, ProofInputs, ProofRequest, SnapInputs};
+
+/// Requests for every kind, built from one sealed sector.
+#[derive(Debug)]
+pub struct GeneratedInputs {
+    /// PoRep C2 request (the C1 output of the sealed sector).
+    pub porep: ProofRequest,
+    /// WinningPoSt request over the sector.
+    pub winning_post: ProofRequest,
+    /// WindowPoSt request (partition 0) over the sector.
+    pub window_post: ProofRequest,
+    /// SnapDeals request for an update of the sector with new random data.
+    pub snap_deals: ProofRequest,
+}
+
+impl GeneratedInputs {
+    /// The request of one kind.
+    pub fn get(&self, kind: ProofKind) -> &ProofRequest {
+        match kind {
+            ProofKind::PorepC2 => &self.porep,
+            ProofKind::WinningPost => &self.winning_post,
+            ProofKind::WindowPost => &self.window_post,
+            ProofKind::SnapDeals => &self.snap_deals,
+        }
+    }
+}
+
+/// A 32-byte value that is a valid field element (top two bits clear), as chain randomness
+/// and commitments are.
+fn fr_bytes(rng: &mut ChaCha20Rng) -> [u8; 32] {
+    let mut b: [u8; 32] = rng.gen();
+    b[31] &= 0x3f;
+    b
+}
+
+fn fc<T>(what: &str, r: anyhow::Result<T>) -> Result<T> {
+    r.map_err(|e| Error::Filecoin(format!("{what}: {e:#}")))
+}
+
+/// Seals one sector of `size` under `work_dir` and returns requests for all four kinds.
+///
+/// Only sizes sharing the 2 KiB tree shape (2 KiB, 8 MiB, 512 MiB) are generated here: the
+/// larger ones take hours and hundreds of GiB.
+#[tracing::instrument(skip_all, fields(size = %size))]
+pub fn generate(size: SectorSize, work_dir: &Path, seed: u64) -> Result<GeneratedInputs> {
+    match size {
+        SectorSize::S2KiB | SectorSize::S8MiB | SectorSize::S512MiB => {
+            generate_for::<SectorShape2KiB>(size, work_dir, seed)
+        }
+        other => Err(Error::InvalidRequest(format!(
+            "cuzk gen makes test inputs only (2KiB, 8MiB, 512MiB); {other} sectors must come from a real sealing pipeline"
+        ))),
+    }
+}
+
+fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    size: SectorSize,
+    work_dir: &Path,
+    seed: u64,
+) -> Result<GeneratedInputs> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let dir = tempfile::Builder::new()
+        .prefix("cuzk-gen-")
+        .tempdir_in(work_dir)
+        .map_err(|e| Error::io(work_dir, e))?;
+    let p = |name: &str| dir.path().join(name);
+    let io = |path: &Path, e: std::io::Error| Error::io(path, e);
+
+    let seal_proof = RegisteredProof::latest(ProofKind::PorepC2, size);
+    let config = porep::config(seal_proof);
+    let unpadded: UnpaddedBytesAmount = PaddedBytesAmount(size.bytes()).into();
+    let mut prover_id = [0u8; 32];
+    prover_id[..8].copy_from_slice(&1000u64.to_le_bytes()); // miner f01000
+    let sector_id = SectorId::from(1u64);
+    let ticket = fr_bytes(&mut rng);
+    let seed_c1 = fr_bytes(&mut rng);
+
+    // 1. a piece of random data, staged
+    let piece: Vec<u8> = (0..u64::from(unpadded)).map(|_| rng.gen()).collect();
+    let piece_info = fc(
+        "piece commitment",
+        generate_piece_commitment(&piece[..], unpadded),
+    )?;
+    let staged = p("staged");
+    {
+        let f = std::fs::File::create(&staged).map_err(|e| io(&staged, e))?;
+        fc("add_piece", add_piece(&piece[..], f, unpadded, &[]))?;
+    }
+    let (cache, sealed) = (p("cache"), p("sealed"));
+    std::fs::create_dir_all(&cache).map_err(|e| io(&cache, e))?;
+    std::fs::File::create(&sealed).map_err(|e| io(&sealed, e))?;
+
+    // 2. seal: PC1, PC2, C1
+    let pc1 = fc(
+        "seal_pre_commit_phase1",
+        seal_pre_commit_phase1::<_, _, _, Tree>(
+            &config, &cache, &staged, &sealed, prover_id, sector_id, ticket, &[piece_info.clone()],
+        ),
+    )?;
+    let pc2 = fc(
+        "seal_pre_commit_phase2",
+        seal_pre_commit_phase2(&config, pc1, &cache, &sealed),
+    )?;
+    let comm_r = pc2.comm_r;
+    let c1 = fc(
+        "seal_commit_phase1",
+        seal_commit_phase1::<_, Tree>(
+            &config, &cache, &sealed, prover_id, sector_id, ticket, seed_c1, pc2, &[piece_info],
+        ),
+    )?;
+    let c1_json = serde_json::to_vec(&c1).map_err(|e| Error::Decode {
+        what: "C1 output".into(),
+        reason: e.to_string(),
+    })?;
+    let porep_req = ProofRequest::new(seal_proof, ProofInputs::Porep { c1_json })?;
+
+    // 3. PoSt vanilla proofs over the sealed sector
+    let replica = fc(
+        "replica info",
+        PrivateReplicaInfo::<Tree>::new(sealed.clone(), comm_r, cache.clone()),
+    )?;
+    let post_request = |kind: ProofKind, rng: &mut ChaCha20Rng| -> Result<ProofRequest> {
+        let proof = RegisteredProof::latest(kind, size);
+        let cfg = post::config(proof)?;
+        let randomness = fr_bytes(rng);
+        let challenges = fc(
+            "PoSt challenges",
+            generate_fallback_sector_challenges::<Tree>(&cfg, &randomness, &[sector_id], prover_id),
+        )?;
+        let ch = challenges
+            .get(&sector_id)
+            .ok_or_else(|| Error::Filecoin("no challenges for the sector".into()))?;
+        let vanilla = fc(
+            "PoSt vanilla proof",
+            generate_single_vanilla_proof::<Tree>(&cfg, sector_id, &replica, ch),
+        )?;
+        let bytes = bincode::serialize(&vanilla).map_err(|e| Error::Decode {
+            what: "PoSt vanilla proof".into(),
+            reason: e.to_string(),
+        })?;
+        ProofRequest::new(
+            proof,
+            ProofInputs::Post(PostInputs {
+                randomness,
+                prover_id,
+                vanilla_proofs: vec![bytes],
+                partition_index: (kind == ProofKind::WindowPost).then_some(0),
+            }),
+        )
+    };
+    let winning = post_request(ProofKind::WinningPost, &mut rng)?;
+    let window = post_request(ProofKind::WindowPost, &mut rng)?;
+
+    // 4. SnapDeals: encode new random data into the sector, prove the update
+    let new_piece: Vec<u8> = (0..u64::from(unpadded)).map(|_| rng.gen()).collect();
+    let new_info = fc(
+        "new piece commitment",
+        generate_piece_commitment(&new_piece[..], unpadded),
+    )?;
+    let new_staged = p("new-staged");
+    {
+        let mut f = std::fs::File::create(&new_staged).map_err(|e| io(&new_staged, e))?;
+        fc("add_piece (update)", add_piece(&new_piece[..], &mut f, unpadded, &[]))?;
+        f.flush().map_err(|e| io(&new_staged, e))?;
+        f.rewind().map_err(|e| io(&new_staged, e))?;
+    }
+    let (new_cache, new_sealed) = (p("new-cache"), p("new-sealed"));
+    std::fs::create_dir_all(&new_cache).map_err(|e| io(&new_cache, e))?;
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&new_sealed)
+        .and_then(|f| f.set_len(size.bytes()))
+        .map_err(|e| io(&new_sealed, e))?;
+    let update_proof = RegisteredProof::latest(ProofKind::SnapDeals, size);
+    let ucfg = snap::config(update_proof);
+    let encoded = fc(
+        "encode_into",
+        encode_into::<Tree>(&ucfg, &new_sealed, &new_cache, &sealed, &cache, &new_staged, &[new_info]),
+    )?;
+    let parts = fc(
+        "SnapDeals partition proofs",
+        generate_partition_proofs::<Tree>(
+            ucfg,
+            comm_r,
+            encoded.comm_r_new,
+            encoded.comm_d_new,
+            &sealed,
+            &cache,
+            &new_sealed,
+            &new_cache,
+        ),
+    )?;
+    let vanilla_proofs = parts
+        .iter()
+        .map(|p| {
+            bincode::serialize(p).map_err(|e| Error::Decode {
+                what: "SnapDeals vanilla proof".into(),
+                reason: e.to_string(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let snap_req = ProofRequest::new(
+        update_proof,
+        ProofInputs::Snap(SnapInputs {
+            comm_r_old: comm_r,
+            comm_r_new: encoded.comm_r_new,
+            comm_d_new: encoded.comm_d_new,
+            vanilla_proofs,
+        }),
+    )?;
+    Ok(GeneratedInputs {
+        porep: porep_req,
+        winning_post: winning,
+        window_post: window,
+        snap_deals: snap_req,
+    })
+}
