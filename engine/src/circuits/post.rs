@@ -147,11 +147,20 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
                     vanilla.len()
                 )));
             }
+            // The verifier (filecoin-proofs' verify_winning_post) lists the sector once per
+            // challenge slot, so each slot derives its own challenge.
+            let repeated: Vec<_> = (0..vp.sector_count).flat_map(|_| sectors.iter().cloned()).collect();
+            let verifier_in = fallback::PublicInputs {
+                randomness,
+                prover_id,
+                sectors: repeated,
+                k: None,
+            };
             let pub_in = fallback::PublicInputs { randomness, prover_id, sectors, k: None };
             let proofs = partition_vanilla_proofs(&config, vp, &pub_in, 1, &vanilla)
                 .map_err(Error::filecoin)?;
             for (k, p) in proofs.into_iter().enumerate() {
-                parts.push((pub_in.clone(), pub_in.clone(), k, k, p));
+                parts.push((verifier_in.clone(), pub_in.clone(), k, k, p));
             }
         }
         (PoStType::Window, None) => {
