@@ -151,6 +151,11 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_span_events(if std::env::var_os("CUZK_LOG_SPANS").is_some() {
+            tracing_subscriber::fmt::format::FmtSpan::CLOSE
+        } else {
+            tracing_subscriber::fmt::format::FmtSpan::NONE
+        })
         .init();
     let cli = Cli::parse();
     let store = SrsStore::new(cli.params_dir.clone().unwrap_or_else(cuzk::srs::default_dir));

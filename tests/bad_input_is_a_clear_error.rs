@@ -1,0 +1,165 @@
+//! Bad input never panics and never yields a proof: each case gives an error that names the
+//! problem.
+
+mod support;
+
+use cuzk::{
+    circuits, CpuBackend, Error, PostInputs, ProofInputs, ProofKind, ProofRequest, ProveOptions,
+    RegisteredProof, SectorSize, SrsStore,
+};
+
+fn c1_json() -> Vec<u8> {
+    match &support::inputs().porep.inputs {
+        ProofInputs::Porep { c1_json } => c1_json.clone(),
+        _ => unreachable!("porep request carries a C1 output"),
+    }
+}
+
+fn plan_err(request: &ProofRequest) -> String {
+    match circuits::plan(request) {
+        Ok(_) => panic!("plan accepted bad input"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn truncated_c1_json_is_rejected() {
+    let json = c1_json();
+    let req = ProofRequest::porep_from_c1(5, json[..json.len() / 2].to_vec()).unwrap();
+    let e = plan_err(&req);
+    assert!(e.contains("C1 output JSON"), "{e}");
+}
+
+#[test]
+fn garbled_c1_json_is_rejected() {
+    let mut json = c1_json();
+    let mid = json.len() / 3;
+    for b in &mut json[mid..mid + 64] {
+        *b = b'#';
+    }
+    let e = plan_err(&ProofRequest::porep_from_c1(5, json).unwrap());
+    assert!(e.contains("cannot decode C1 output JSON"), "{e}");
+
+    let e = plan_err(&ProofRequest::porep_from_c1(5, br#"{"comm_r": 5}"#.to_vec()).unwrap());
+    assert!(e.contains("C1 output JSON"), "{e}");
+}
+
+#[test]
+fn c1_for_another_sector_size_is_rejected() {
+    // The 2 KiB C1 output presented as an 8 MiB sector's.
+    let req = ProofRequest::porep_from_c1(6, c1_json()).unwrap();
+    let e = plan_err(&req);
+    assert!(!e.is_empty());
+
+    // A request file whose sector size contradicts its registered proof.
+    let mut file: serde_json::Value =
+        serde_json::from_slice(&support::inputs().porep.to_json().unwrap()).unwrap();
+    file["sector_size"] = serde_json::json!(8u64 << 20);
+    let e = ProofRequest::from_json(&serde_json::to_vec(&file).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("does not match registered proof"), "{e}");
+}
+
+#[test]
+fn registered_proof_of_another_kind_is_rejected() {
+    let e = RegisteredProof::new(ProofKind::WindowPost, 0).unwrap_err().to_string();
+    assert!(e.contains("not a window-post proof"), "{e}");
+
+    // WinningPoSt vanilla proofs presented as a WindowPoSt request: decodes, but the
+    // challenges do not match, so no proof is built.
+    let winning = match &support::inputs().winning_post.inputs {
+        ProofInputs::Post(p) => p.clone(),
+        _ => unreachable!(),
+    };
+    let window = RegisteredProof::latest(ProofKind::WindowPost, SectorSize::S2KiB);
+    let req = ProofRequest::new(
+        window,
+        ProofInputs::Post(PostInputs {
+            partition_index: Some(0),
+            ..winning
+        }),
+    )
+    .unwrap();
+    assert!(circuits::plan(&req).is_err());
+
+    // PoSt inputs under a PoRep registered proof.
+    let porep = RegisteredProof::latest(ProofKind::PorepC2, SectorSize::S2KiB);
+    let e = ProofRequest::new(porep, support::inputs().window_post.inputs.clone())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot carry PoSt inputs"), "{e}");
+}
+
+#[test]
+fn empty_vanilla_proof_list_is_rejected() {
+    let mut post = match &support::inputs().window_post.inputs {
+        ProofInputs::Post(p) => p.clone(),
+        _ => unreachable!(),
+    };
+    post.vanilla_proofs.clear();
+    let proof = RegisteredProof::latest(ProofKind::WindowPost, SectorSize::S2KiB);
+    let e = ProofRequest::new(proof, ProofInputs::Post(post))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("empty"), "{e}");
+    let e = ProofRequest::porep_from_c1(5, Vec::new()).unwrap_err().to_string();
+    assert!(e.contains("empty"), "{e}");
+}
+
+#[test]
+fn garbled_post_vanilla_proof_is_rejected() {
+    let mut post = match &support::inputs().window_post.inputs {
+        ProofInputs::Post(p) => p.clone(),
+        _ => unreachable!(),
+    };
+    post.vanilla_proofs[0].truncate(10);
+    let proof = RegisteredProof::latest(ProofKind::WindowPost, SectorSize::S2KiB);
+    let e = plan_err(&ProofRequest::new(proof, ProofInputs::Post(post)).unwrap());
+    assert!(e.contains("bincode FallbackPoStSectorProof"), "{e}");
+}
+
+#[test]
+fn missing_parameter_file_is_reported_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SrsStore::new(dir.path());
+    let req = &support::inputs().window_post;
+    let err = cuzk::prove(&store, &CpuBackend, req, &ProveOptions::default(), &|_| {}).unwrap_err();
+    assert!(matches!(err, Error::ParamsMissing { .. }), "{err}");
+    let e = err.to_string();
+    assert!(e.contains(&dir.path().display().to_string()) && e.contains("cuzk params"), "{e}");
+}
+
+#[test]
+fn truncated_or_foreign_parameter_file_is_refused() {
+    let shared = support::store_with(ProofKind::WindowPost);
+    let window = RegisteredProof::latest(ProofKind::WindowPost, SectorSize::S2KiB);
+    let id = circuits::params_identifier(window).unwrap();
+    let good = std::fs::read(shared.params_path(&id)).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = SrsStore::new(dir.path());
+    std::fs::write(store.params_path(&id), &good[..good.len() - 1000]).unwrap();
+    let e = store.get(window).unwrap_err().to_string();
+    assert!(e.contains("truncated"), "{e}");
+
+    let mut extra = good.clone();
+    extra.extend_from_slice(b"junk");
+    std::fs::write(store.params_path(&id), &extra).unwrap();
+    let e = SrsStore::new(dir.path()).get(window).unwrap_err().to_string();
+    assert!(e.contains("trailing bytes"), "{e}");
+
+    // Parameters of another circuit under this circuit's name: refused before proving.
+    let winning_store = support::store_with(ProofKind::WinningPost);
+    let winning = RegisteredProof::latest(ProofKind::WinningPost, SectorSize::S2KiB);
+    let other = std::fs::read(
+        winning_store.params_path(&circuits::params_identifier(winning).unwrap()),
+    )
+    .unwrap();
+    std::fs::write(store.params_path(&id), other).unwrap();
+    let req = &support::inputs().window_post;
+    let e = cuzk::prove(&SrsStore::new(dir.path()), &CpuBackend, req, &ProveOptions::default(), &|_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("parameters are for another circuit"), "{e}");
+}

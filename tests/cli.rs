@@ -1,0 +1,77 @@
+//! The `cuzk` binary as a user meets it: the demo proves and verifies; bad input exits
+//! non-zero with a one-line reason.
+
+mod support;
+
+use std::process::Command;
+
+fn cuzk() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cuzk"));
+    c.arg("--params-dir").arg(support::params_dir());
+    c
+}
+
+#[test]
+fn demo_proves_and_verifies() {
+    let out = cuzk().args(["demo", "--kind", "window-post"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "demo failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("verified: yes"), "{stdout}");
+    assert!(stdout.contains("timings:"), "{stdout}");
+}
+
+#[test]
+fn gen_prove_verify_round_trip_and_tampered_proof_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cuzk().args(["gen", "--out"]).arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let req = dir.path().join("window-post-2KiB.json");
+    let proof = dir.path().join("window.proof");
+    let out = cuzk()
+        .args(["prove", "--input"])
+        .arg(&req)
+        .arg("--out")
+        .arg(&proof)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&proof).unwrap().len(), 192);
+    let ok = cuzk().args(["verify", "--input"]).arg(&req).arg("--proof").arg(&proof).output().unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+
+    // A proof for other public data (a fresh sector) must not verify against this request.
+    let other_dir = tempfile::tempdir().unwrap();
+    let out = cuzk().args(["gen", "--seed", "99", "--out"]).arg(other_dir.path()).output().unwrap();
+    assert!(out.status.success());
+    let other_proof = other_dir.path().join("p");
+    let out = cuzk()
+        .args(["prove", "--input"])
+        .arg(other_dir.path().join("window-post-2KiB.json"))
+        .arg("--out")
+        .arg(&other_proof)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let bad = cuzk().args(["verify", "--input"]).arg(&req).arg("--proof").arg(&other_proof).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("does not verify"));
+}
+
+#[test]
+fn bad_input_exits_nonzero_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.json");
+    std::fs::write(&f, b"{ not json").unwrap();
+    let out = cuzk()
+        .args(["prove", "--input"])
+        .arg(&f)
+        .arg("--out")
+        .arg(dir.path().join("p"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("error: cannot decode request JSON"), "{err}");
+    assert!(!dir.path().join("p").exists(), "no proof file on failure");
+}
