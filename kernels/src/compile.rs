@@ -1,0 +1,252 @@
+//! The kernel modules, their NVRTC compilation and the on-disk CUBIN cache.
+//!
+//! Every module is a concatenation of embedded `.cuh`/`.cu` sources (NVRTC sees no
+//! include path and no standard headers) after a few `#define`s. [`compile_module`]
+//! needs NVRTC but no GPU, which is how CI checks every kernel ([`compile_all`]).
+
+use std::ffi::{CStr, CString};
+use std::path::{Path, PathBuf};
+
+use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
+
+use crate::error::{Error, Result};
+
+const FIELD_CUH: &str = include_str!("../cuda/field.cuh");
+const CURVE_CUH: &str = include_str!("../cuda/curve.cuh");
+const FIELD_OPS_CU: &str = include_str!("../cuda/field_ops.cu");
+const NTT_CU: &str = include_str!("../cuda/ntt.cu");
+const MSM_CU: &str = include_str!("../cuda/msm.cu");
+
+/// Keeps field products out of line in curve-heavy modules (compile time, code size).
+const NOINLINE_MUL: &str = "MUL_FN __device__ __noinline__";
+
+/// One NVRTC compilation unit: defines, then sources, in order.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelModule {
+    /// Name used in the cache and in errors.
+    pub name: &'static str,
+    /// Lines `#define X` put in front of the sources.
+    pub defines: &'static [&'static str],
+    /// Embedded sources, concatenated in this order.
+    pub sources: &'static [&'static str],
+}
+
+/// Field-operation test kernels (`fr_test_ops`, `fp_test_ops`, `fp2_test_ops`, `fr_test_mont`).
+pub const FIELD: KernelModule =
+    KernelModule { name: "field", defines: &[], sources: &[FIELD_CUH, FIELD_OPS_CU] };
+/// Fr NTT and element-wise Fr kernels.
+pub const NTT: KernelModule = KernelModule { name: "ntt", defines: &[], sources: &[FIELD_CUH, NTT_CU] };
+/// G1 MSM kernels (suffix `_g1`).
+pub const MSM_G1: KernelModule =
+    KernelModule { name: "msm_g1", defines: &["MSM_G1", NOINLINE_MUL], sources: &[FIELD_CUH, CURVE_CUH, MSM_CU] };
+/// G2 MSM kernels (suffix `_g2`).
+pub const MSM_G2: KernelModule =
+    KernelModule { name: "msm_g2", defines: &["MSM_G2", NOINLINE_MUL], sources: &[FIELD_CUH, CURVE_CUH, MSM_CU] };
+
+/// Every kernel module of the crate.
+pub const MODULES: &[KernelModule] = &[FIELD, NTT, MSM_G1, MSM_G2];
+
+impl KernelModule {
+    /// The full source NVRTC compiles.
+    pub fn source(&self) -> String {
+        let mut s = String::new();
+        for d in self.defines {
+            s.push_str("#define ");
+            s.push_str(d);
+            s.push('\n');
+        }
+        for src in self.sources {
+            s.push_str(src);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// NVRTC options for an architecture such as `sm_90` (real architecture: NVRTC emits CUBIN).
+pub fn options(arch: &str) -> Vec<String> {
+    vec![format!("--gpu-architecture={arch}"), "--std=c++17".into(), "-default-device".into()]
+}
+
+/// Fails with [`Error::NvrtcUnavailable`] unless `libnvrtc` can be loaded.
+pub fn ensure_nvrtc() -> Result<()> {
+    // SAFETY: only tries to dlopen the library by its candidate names.
+    if unsafe { nvrtc_sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(Error::NvrtcUnavailable)
+    }
+}
+
+/// NVRTC's version as (major, minor).
+pub fn nvrtc_version() -> Result<(i32, i32)> {
+    ensure_nvrtc()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: the library is present; both pointers are valid for writes.
+    let status = unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) };
+    status.result().map_err(|e| Error::Compile {
+        module: "-",
+        arch: String::new(),
+        status: format!("{e:?}"),
+        options: vec![],
+        log: "nvrtcVersion failed".into(),
+    })?;
+    Ok((major, minor))
+}
+
+/// Compiles one module for `arch` (e.g. `sm_90`) and returns its CUBIN. Needs NVRTC, no GPU.
+#[tracing::instrument(skip_all, fields(module = module.name, arch))]
+pub fn compile_module(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
+    ensure_nvrtc()?;
+    let opts = options(arch);
+    let fail = |status: String, log: String| Error::Compile {
+        module: module.name,
+        arch: arch.to_string(),
+        status,
+        options: opts.clone(),
+        log,
+    };
+    let src = CString::new(module.source()).map_err(|_| fail("NUL in source".into(), String::new()))?;
+    let name = CString::new(format!("{}.cu", module.name)).map_err(|_| fail("NUL in name".into(), String::new()))?;
+    let prog = nvrtc_result::create_program(&src, Some(&name)).map_err(|e| fail(format!("{e:?}"), String::new()))?;
+    let prog = Program(prog);
+    // SAFETY: `prog` is a live program created above; `src` and `name` outlive it.
+    let compiled = unsafe { nvrtc_result::compile_program(prog.0, &opts) };
+    if let Err(e) = compiled {
+        // SAFETY: `prog` is live.
+        let log = unsafe { nvrtc_result::get_program_log(prog.0) }
+            .map(|raw| {
+                // SAFETY: NVRTC returns a NUL-terminated log.
+                unsafe { CStr::from_ptr(raw.as_ptr()) }.to_string_lossy().into_owned()
+            })
+            .unwrap_or_else(|e| format!("(no log: {e:?})"));
+        return Err(fail(format!("{e:?}"), log));
+    }
+    let mut size = 0usize;
+    // SAFETY: `prog` compiled successfully; `size` is valid for writes.
+    unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog.0, &mut size) }
+        .result()
+        .map_err(|e| fail(format!("nvrtcGetCUBINSize: {e:?}"), String::new()))?;
+    let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` has exactly the size NVRTC reported.
+    unsafe { nvrtc_sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast()) }
+        .result()
+        .map_err(|e| fail(format!("nvrtcGetCUBIN: {e:?}"), String::new()))?;
+    Ok(cubin)
+}
+
+/// Owns an NVRTC program and destroys it on drop.
+struct Program(nvrtc_sys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the program was created by create_program and is destroyed once.
+        let _ = unsafe { nvrtc_result::destroy_program(self.0) };
+    }
+}
+
+/// Compiles every module in [`MODULES`] for `arch`; returns (name, CUBIN bytes) per module.
+/// Needs NVRTC but no GPU. Stops at the first failure, whose error carries NVRTC's log.
+pub fn compile_all(arch: &str) -> Result<Vec<(&'static str, usize)>> {
+    MODULES.iter().map(|m| compile_module(m, arch).map(|c| (m.name, c.len()))).collect()
+}
+
+/// 128-bit FNV-1a: a stable content hash for cache keys (not for security).
+fn fnv128(parts: &[&[u8]]) -> u128 {
+    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
+    const PRIME: u128 = 0x0000000001000000000000000000013B;
+    let mut h = OFFSET;
+    for part in parts {
+        for &b in *part {
+            h ^= b as u128;
+            h = h.wrapping_mul(PRIME);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(PRIME);
+    }
+    h
+}
+
+/// Directory of the CUBIN cache: `$CUZK_KERNEL_CACHE`, else `$XDG_CACHE_HOME/cuzk/kernels`,
+/// else `$HOME/.cache/cuzk/kernels`, else the system temporary directory.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CUZK_KERNEL_CACHE") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("cuzk").join("kernels");
+    }
+    if let Some(d) = std::env::var_os("HOME") {
+        return PathBuf::from(d).join(".cache").join("cuzk").join("kernels");
+    }
+    std::env::temp_dir().join("cuzk-kernels")
+}
+
+/// Cache file for a module: keyed by a hash of source, options and NVRTC version.
+pub fn cache_path(dir: &Path, module: &KernelModule, arch: &str) -> Result<PathBuf> {
+    let (major, minor) = nvrtc_version()?;
+    let version = format!("nvrtc {major}.{minor}");
+    let src = module.source();
+    let opts = options(arch).join(" ");
+    let h = fnv128(&[src.as_bytes(), opts.as_bytes(), version.as_bytes()]);
+    Ok(dir.join(format!("{}-{arch}-{h:032x}.cubin", module.name)))
+}
+
+/// The CUBIN of `module` for `arch`, from the disk cache when present, else compiled and
+/// stored (written to a temporary file, then renamed, so readers never see half a file).
+/// Cache write failures are logged and ignored; the compiled CUBIN is still returned.
+pub fn load_or_compile(module: &KernelModule, arch: &str) -> Result<(Vec<u8>, bool)> {
+    let dir = cache_dir();
+    let path = cache_path(&dir, module, arch)?;
+    if let Ok(bytes) = std::fs::read(&path) {
+        if !bytes.is_empty() {
+            return Ok((bytes, true));
+        }
+    }
+    let cubin = compile_module(module, arch)?;
+    if let Err(e) = store(&dir, &path, &cubin) {
+        tracing::warn!(error = %e, "could not write the kernel cache");
+    }
+    Ok((cubin, false))
+}
+
+fn store(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| Error::Cache { path: p, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))?;
+    Ok(())
+}
+
+/// Removes a cache entry (used when the driver rejects a cached CUBIN).
+pub(crate) fn evict(module: &KernelModule, arch: &str) {
+    if let Ok(p) = cache_path(&cache_dir(), module, arch) {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_depends_on_every_part() {
+        let a = fnv128(&[b"ab", b"c"]);
+        assert_ne!(a, fnv128(&[b"a", b"bc"]));
+        assert_ne!(a, fnv128(&[b"ab", b"d"]));
+        assert_eq!(a, fnv128(&[b"ab", b"c"]));
+    }
+
+    #[test]
+    fn every_module_defines_its_kernels() {
+        for m in MODULES {
+            let s = m.source();
+            assert!(s.contains("extern \"C\" __global__"), "{}", m.name);
+            assert!(!s.contains("#include"), "{}: NVRTC has no include path", m.name);
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! A CUDA device handle: context, stream, identity, compiled-module cache, typed buffers.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DriverError,
+};
+use cudarc::nvrtc::Ptx;
+
+use crate::compile::{self, KernelModule};
+use crate::error::{Error, Result};
+use crate::layout::DeviceElem;
+
+/// PCI location of a device: `domain:bus:device`, stable across `CUDA_VISIBLE_DEVICES`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PciId {
+    /// PCI domain.
+    pub domain: u32,
+    /// PCI bus.
+    pub bus: u32,
+    /// PCI device.
+    pub device: u32,
+}
+
+impl fmt::Display for PciId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04x}:{:02x}:{:02x}", self.domain, self.bus, self.device)
+    }
+}
+
+/// One CUDA device: its primary context, one stream on which every operation of this crate
+/// is queued in order, and the kernel modules loaded so far.
+///
+/// Operations take `&self`; they are ordered on the device's stream. Use one `GpuDevice`
+/// per device per process, owned by the thread that drives that device.
+pub struct GpuDevice {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    ordinal: usize,
+    pci: PciId,
+    uuid: [u8; 16],
+    name: String,
+    total_memory: usize,
+    arch: String,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    pub(crate) ntt_tables: std::sync::OnceLock<crate::ntt::NttTables>,
+}
+
+impl fmt::Debug for GpuDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuDevice")
+            .field("ordinal", &self.ordinal)
+            .field("pci", &self.pci.to_string())
+            .field("name", &self.name)
+            .field("arch", &self.arch)
+            .finish()
+    }
+}
+
+/// Whether the CUDA driver library can be loaded on this machine.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to dlopen the library by its candidate names.
+    unsafe { sys::is_culib_present() }
+}
+
+/// Number of CUDA devices visible to this process; 0 when there is no driver.
+pub fn device_count() -> usize {
+    if !driver_present() {
+        return 0;
+    }
+    CudaContext::device_count().map(|n| n.max(0) as usize).unwrap_or(0)
+}
+
+impl GpuDevice {
+    /// Opens device `ordinal` (as numbered under the current `CUDA_VISIBLE_DEVICES`).
+    #[tracing::instrument(skip_all, fields(ordinal))]
+    pub fn open(ordinal: usize) -> Result<Self> {
+        if !driver_present() {
+            return Err(Error::DriverUnavailable);
+        }
+        let drv = |op: &'static str| move |source: DriverError| Error::Driver { op, ordinal, source };
+        let ctx = CudaContext::new(ordinal).map_err(drv("opening the context"))?;
+        let attr = |a| ctx.attribute(a).map_err(drv("reading a device attribute"));
+        let pci = PciId {
+            domain: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)? as u32,
+            bus: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)? as u32,
+            device: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)? as u32,
+        };
+        let uuid = ctx.uuid().map_err(drv("reading the UUID"))?.bytes.map(|b| b as u8);
+        let name = ctx.name().map_err(drv("reading the name"))?;
+        let total_memory = ctx.total_mem().map_err(drv("reading the memory size"))?;
+        let (major, minor) = ctx.compute_capability().map_err(drv("reading the compute capability"))?;
+        let stream = ctx.default_stream();
+        tracing::debug!(%pci, name, total_memory, major, minor, "opened CUDA device");
+        Ok(Self {
+            ctx,
+            stream,
+            ordinal,
+            pci,
+            uuid,
+            name,
+            total_memory,
+            arch: format!("sm_{major}{minor}"),
+            modules: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+            ntt_tables: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// CUDA ordinal under the current `CUDA_VISIBLE_DEVICES`.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+    /// PCI domain:bus:device.
+    pub fn pci_id(&self) -> PciId {
+        self.pci
+    }
+    /// The device UUID (16 bytes).
+    pub fn uuid(&self) -> [u8; 16] {
+        self.uuid
+    }
+    /// Marketing name, e.g. "NVIDIA H200".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Total device memory in bytes.
+    pub fn total_memory(&self) -> usize {
+        self.total_memory
+    }
+    /// Free device memory in bytes, as the driver reports it now.
+    pub fn free_memory(&self) -> Result<usize> {
+        self.ctx.mem_get_info().map(|(free, _)| free).map_err(self.drv("reading free memory"))
+    }
+    /// NVRTC architecture, e.g. `sm_90`.
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+    /// The underlying context (for callers that need raw cudarc access).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+    /// The stream on which this crate queues all work for this device.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Waits until all queued work on the device's stream has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(self.drv("synchronizing"))
+    }
+
+    pub(crate) fn drv(&self, op: &'static str) -> impl Fn(DriverError) -> Error {
+        let ordinal = self.ordinal;
+        move |source| Error::Driver { op, ordinal, source }
+    }
+
+    /// Loads a module (from the disk cache, or compiled with NVRTC), once per device.
+    pub fn load_module(&self, module: &KernelModule) -> Result<Arc<CudaModule>> {
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = modules.get(module.name) {
+            return Ok(m.clone());
+        }
+        let span = tracing::info_span!("load_module", module = module.name, arch = %self.arch, pci = %self.pci);
+        let _g = span.enter();
+        let (cubin, cached) = compile::load_or_compile(module, &self.arch)?;
+        let loaded = match self.ctx.load_module(Ptx::from_binary(cubin)) {
+            Ok(m) => m,
+            Err(e) if cached => {
+                // a corrupt or stale cache entry: drop it and compile afresh
+                tracing::warn!(error = %e, "cached CUBIN rejected by the driver; recompiling");
+                compile::evict(module, &self.arch);
+                let cubin = compile::compile_module(module, &self.arch)?;
+                self.ctx.load_module(Ptx::from_binary(cubin)).map_err(self.drv("loading a module"))?
+            }
+            Err(e) => return Err(self.drv("loading a module")(e)),
+        };
+        tracing::debug!(cached, "module loaded");
+        modules.insert(module.name, loaded.clone());
+        Ok(loaded)
+    }
+
+    /// A kernel function of a module, loaded once per device.
+    pub(crate) fn function(&self, module: &KernelModule, name: &'static str) -> Result<CudaFunction> {
+        if let Some(f) = self.functions.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
+            return Ok(f.clone());
+        }
+        let m = self.load_module(module)?;
+        let f = m.load_function(name).map_err(self.drv("finding a kernel"))?;
+        self.functions.lock().unwrap_or_else(|p| p.into_inner()).insert(name, f.clone());
+        Ok(f)
+    }
+
+    /// Copies host elements into a new device buffer.
+    pub fn upload<T: DeviceElem>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
+        let inner = self.stream.clone_htod(T::as_raw(host)).map_err(self.drv("copying to the device"))?;
+        Ok(DeviceBuffer { inner, _t: PhantomData })
+    }
+
+    /// A new device buffer of `len` elements, all bytes zero.
+    pub fn alloc_zeroed<T: DeviceElem>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let inner = self.stream.alloc_zeros::<T::Raw>(len).map_err(self.drv("allocating device memory"))?;
+        Ok(DeviceBuffer { inner, _t: PhantomData })
+    }
+
+    /// Overwrites a device buffer with host elements; lengths must match.
+    pub fn copy_to_device<T: DeviceElem>(&self, host: &[T], dst: &mut DeviceBuffer<T>) -> Result<()> {
+        check_len("copy_to_device", dst.len(), host.len())?;
+        self.stream.memcpy_htod(T::as_raw(host), &mut dst.inner).map_err(self.drv("copying to the device"))
+    }
+
+    /// Copies a device buffer into host elements; lengths must match. Synchronous.
+    pub fn copy_to_host<T: DeviceElem>(&self, src: &DeviceBuffer<T>, host: &mut [T]) -> Result<()> {
+        check_len("copy_to_host", src.len(), host.len())?;
+        self.stream.memcpy_dtoh(&src.inner, T::as_raw_mut(host)).map_err(self.drv("copying to the host"))?;
+        self.synchronize()
+    }
+
+    /// Copies a device buffer into a new host vector. Synchronous.
+    pub fn download<T: DeviceElem>(&self, src: &DeviceBuffer<T>) -> Result<Vec<T>> {
+        let mut v = vec![T::filler(); src.len()];
+        self.copy_to_host(src, &mut v)?;
+        Ok(v)
+    }
+}
+
+pub(crate) fn check_len(op: &'static str, expected: usize, got: usize) -> Result<()> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(Error::Length { op, expected, got })
+    }
+}
+
+/// A typed device buffer of `len()` elements of `T`, laid out exactly as on the host.
+pub struct DeviceBuffer<T: DeviceElem> {
+    pub(crate) inner: CudaSlice<T::Raw>,
+    _t: PhantomData<T>,
+}
+
+impl<T: DeviceElem> fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DeviceBuffer<{}>[{}]", std::any::type_name::<T>(), self.len())
+    }
+}
+
+impl<T: DeviceElem> DeviceBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+    /// Size in bytes.
+    pub fn num_bytes(&self) -> usize {
+        self.inner.num_bytes()
+    }
+    /// A view of elements `range` (panics if out of bounds, like slice indexing).
+    pub fn view(&self, range: std::ops::Range<usize>) -> CudaView<'_, T::Raw> {
+        self.inner.slice(range)
+    }
+    /// A mutable view of elements `range` (panics if out of bounds).
+    pub fn view_mut(&mut self, range: std::ops::Range<usize>) -> CudaViewMut<'_, T::Raw> {
+        self.inner.slice_mut(range)
+    }
+    /// The raw cudarc slice.
+    pub fn raw(&self) -> &CudaSlice<T::Raw> {
+        &self.inner
+    }
+    /// The raw cudarc slice, mutable.
+    pub fn raw_mut(&mut self) -> &mut CudaSlice<T::Raw> {
+        &mut self.inner
+    }
+}

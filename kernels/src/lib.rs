@@ -1,0 +1,34 @@
+//! BLS12-381 GPU math for cuzk: Fr NTT and G1/G2 multi-scalar multiplication on CUDA
+//! devices, with CUDA C++ sources compiled at run time by NVRTC through cudarc.
+//! No Groth16 and no Filecoin here: every operation is tested against blstrs.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`device`] | [`GpuDevice`]: context, stream, PCI id / UUID, module cache, typed [`DeviceBuffer`]s |
+//! | [`compile`] | the kernel modules, NVRTC compilation (no GPU needed), the on-disk CUBIN cache |
+//! | [`layout`] | device layouts of blstrs types (`Scalar`, `G1Affine`, `G2Affine`) with size assertions |
+//! | [`ntt`] | forward / inverse / coset Fr NTT with bellperson's conventions, element-wise Fr ops |
+//! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
+//! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
+//! | [`reference`] | CPU references (NTT as bellperson computes it) |
+//! | [`error`] | [`Error`] and [`Result`] |
+//!
+//! Memory layouts are blst's: buffers of blstrs values upload without conversion.
+//! Building needs no CUDA toolkit; running needs the NVIDIA driver (`libcuda`) and NVRTC
+//! (`libnvrtc.so.13`).
+
+#![warn(missing_docs)]
+
+pub mod compile;
+pub mod device;
+pub mod error;
+pub mod field;
+pub mod layout;
+pub mod msm;
+pub mod ntt;
+pub mod reference;
+
+pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
+pub use error::{Error, Result};
+pub use msm::{Bases, G1Bases, G2Bases, MsmCurve, G1, G2};
+pub use ntt::{coset_z_inverse, NttKind};

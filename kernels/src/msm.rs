@@ -1,0 +1,362 @@
+//! Multi-scalar multiplication over G1 and G2 on the device.
+//!
+//! Bases are uploaded once ([`GpuDevice::upload_g1_bases`], [`GpuDevice::upload_g2_bases`])
+//! and stay resident; each call multiplies a contiguous range of them by host or device
+//! scalars (blstrs `Scalar`, Montgomery form) and returns a blstrs projective point.
+//!
+//! Algorithm (see `cuda/msm.cu`): Pippenger with signed c-bit digits (2^(c-1) buckets per
+//! window), a counting sort of (point, sign) entries by bucket, one thread per bucket
+//! accumulating affine points in XYZZ coordinates, parallel running sums per window
+//! segment, and a final Horner step over windows on the host with blstrs. Inputs of more
+//! than [`MAX_CHUNK`] points are processed in chunks whose results are added.
+
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cudarc::driver::{CudaSlice, CudaView, LaunchConfig, PushKernelArg};
+use group::Group;
+
+use crate::compile::{KernelModule, MSM_G1, MSM_G2};
+use crate::device::{check_len, DeviceBuffer, GpuDevice};
+use crate::error::{Error, Result};
+use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
+
+/// Largest number of points one pipeline run handles; larger inputs are chunked.
+pub const MAX_CHUNK: usize = 1 << 26;
+
+/// A curve group the MSM kernels are instantiated for.
+pub trait MsmCurve: Send + Sync + 'static {
+    /// Affine point type as stored on the device.
+    type Affine: DeviceElem;
+    /// Result type.
+    type Projective: Group + Copy;
+    /// Kernel module.
+    const MODULE: KernelModule;
+    /// Kernel names: scalars, histogram, scan, scatter, accumulate, segments, sum_groups.
+    const KERNELS: [&'static str; 7];
+    /// u64 limbs of one XYZZ point (4 coordinates).
+    const XYZZ_LIMBS: usize;
+    /// Short name for spans and errors.
+    const NAME: &'static str;
+    /// Converts device XYZZ limbs (Montgomery form) to a projective point.
+    fn from_xyzz(limbs: &[u64]) -> Self::Projective;
+}
+
+/// Marker for G1 (points over Fp).
+#[derive(Debug)]
+pub enum G1 {}
+/// Marker for G2 (points over Fp2).
+#[derive(Debug)]
+pub enum G2 {}
+
+impl MsmCurve for G1 {
+    type Affine = G1Affine;
+    type Projective = G1Projective;
+    const MODULE: KernelModule = MSM_G1;
+    const KERNELS: [&'static str; 7] = [
+        "msm_scalars_g1",
+        "msm_histogram_g1",
+        "msm_scan_g1",
+        "msm_scatter_g1",
+        "msm_accumulate_g1",
+        "msm_segments_g1",
+        "msm_sum_groups_g1",
+    ];
+    const XYZZ_LIMBS: usize = 24;
+    const NAME: &'static str = "G1";
+    fn from_xyzz(l: &[u64]) -> G1Projective {
+        if l[12..18].iter().all(|&x| x == 0) {
+            return G1Projective::identity();
+        }
+        let (x, y, zz, zzz) = (fp_from_limbs(&l[0..6]), fp_from_limbs(&l[6..12]), fp_from_limbs(&l[12..18]), fp_from_limbs(&l[18..24]));
+        // Jacobian with Z = ZZZ: X = x ZZ^2, Y = y ZZZ^2 (since ZZ^3 = ZZZ^2)
+        let jx = host::fp_mul(&x, &host::fp_sqr(&zz));
+        let jy = host::fp_mul(&y, &host::fp_sqr(&zzz));
+        G1Projective::from_raw_unchecked(jx.into(), jy.into(), zzz.into())
+    }
+}
+
+impl MsmCurve for G2 {
+    type Affine = G2Affine;
+    type Projective = G2Projective;
+    const MODULE: KernelModule = MSM_G2;
+    const KERNELS: [&'static str; 7] = [
+        "msm_scalars_g2",
+        "msm_histogram_g2",
+        "msm_scan_g2",
+        "msm_scatter_g2",
+        "msm_accumulate_g2",
+        "msm_segments_g2",
+        "msm_sum_groups_g2",
+    ];
+    const XYZZ_LIMBS: usize = 48;
+    const NAME: &'static str = "G2";
+    fn from_xyzz(l: &[u64]) -> G2Projective {
+        if l[24..36].iter().all(|&x| x == 0) {
+            return G2Projective::identity();
+        }
+        let (x, y, zz, zzz) =
+            (fp2_from_limbs(&l[0..12]), fp2_from_limbs(&l[12..24]), fp2_from_limbs(&l[24..36]), fp2_from_limbs(&l[36..48]));
+        let jx = host::fp2_mul(&x, &host::fp2_sqr(&zz));
+        let jy = host::fp2_mul(&y, &host::fp2_sqr(&zzz));
+        G2Projective::from_raw_unchecked(jx.into(), jy.into(), zzz.into())
+    }
+}
+
+/// Affine bases resident on one device.
+pub struct Bases<C: MsmCurve> {
+    buf: DeviceBuffer<C::Affine>,
+    _c: PhantomData<C>,
+}
+
+/// G1 bases on a device.
+pub type G1Bases = Bases<G1>;
+/// G2 bases on a device.
+pub type G2Bases = Bases<G2>;
+
+impl<C: MsmCurve> Bases<C> {
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+    /// Whether there are no points.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+    /// Device memory used, in bytes.
+    pub fn num_bytes(&self) -> usize {
+        self.buf.num_bytes()
+    }
+}
+
+impl<C: MsmCurve> std::fmt::Debug for Bases<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}Bases[{}]", C::NAME, self.len())
+    }
+}
+
+/// Window width c (bits) for n points: minimises windows x (n + 3 * 2^(c-1)), a count of
+/// point additions in accumulation plus bucket reduction, with c in 8..=20.
+pub fn window_bits(n: usize) -> u32 {
+    (8..=20u32)
+        .min_by_key(|&c| (256u64.div_ceil(c as u64)) * (n as u64 + 3 * (1u64 << (c - 1))))
+        .unwrap_or(16)
+}
+
+fn cfg(threads: usize, block: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: ((threads as u32).div_ceil(block), 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+}
+
+impl GpuDevice {
+    /// Uploads G1 bases once; they stay on this device until dropped.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = points.len()))]
+    pub fn upload_g1_bases(&self, points: &[G1Affine]) -> Result<G1Bases> {
+        Ok(Bases { buf: self.upload(points)?, _c: PhantomData })
+    }
+
+    /// Uploads G2 bases once; they stay on this device until dropped.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = points.len()))]
+    pub fn upload_g2_bases(&self, points: &[G2Affine]) -> Result<G2Bases> {
+        Ok(Bases { buf: self.upload(points)?, _c: PhantomData })
+    }
+
+    /// `sum_i scalars[i] * bases[range.start + i]` over G1; `scalars.len()` must equal
+    /// `range.len()` and the range must lie within the bases.
+    pub fn msm_g1(&self, bases: &G1Bases, range: Range<usize>, scalars: &[Scalar]) -> Result<G1Projective> {
+        self.msm_host(bases, range, scalars)
+    }
+
+    /// As [`GpuDevice::msm_g1`] over G2.
+    pub fn msm_g2(&self, bases: &G2Bases, range: Range<usize>, scalars: &[Scalar]) -> Result<G2Projective> {
+        self.msm_host(bases, range, scalars)
+    }
+
+    /// As [`GpuDevice::msm_g1`] with scalars already on the device.
+    pub fn msm_g1_device(
+        &self,
+        bases: &G1Bases,
+        range: Range<usize>,
+        scalars: &DeviceBuffer<Scalar>,
+    ) -> Result<G1Projective> {
+        self.msm(bases, range, scalars)
+    }
+
+    /// As [`GpuDevice::msm_g2`] with scalars already on the device.
+    pub fn msm_g2_device(
+        &self,
+        bases: &G2Bases,
+        range: Range<usize>,
+        scalars: &DeviceBuffer<Scalar>,
+    ) -> Result<G2Projective> {
+        self.msm(bases, range, scalars)
+    }
+
+    /// Generic MSM with host scalars.
+    pub fn msm_host<C: MsmCurve>(&self, bases: &Bases<C>, range: Range<usize>, scalars: &[Scalar]) -> Result<C::Projective> {
+        check_len("msm", range.len(), scalars.len())?;
+        if scalars.is_empty() {
+            check_range(bases.len(), &range)?;
+            return Ok(C::Projective::identity());
+        }
+        let s = self.upload(scalars)?;
+        self.msm(bases, range, &s)
+    }
+
+    /// Generic MSM with device scalars (`scalars.len() == range.len()`).
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, n = range.len()))]
+    pub fn msm<C: MsmCurve>(&self, bases: &Bases<C>, range: Range<usize>, scalars: &DeviceBuffer<Scalar>) -> Result<C::Projective> {
+        check_range(bases.len(), &range)?;
+        check_len("msm", range.len(), scalars.len())?;
+        let mut acc = C::Projective::identity();
+        let mut start = 0;
+        while start < range.len() {
+            let end = (start + MAX_CHUNK).min(range.len());
+            let b = bases.buf.view(range.start + start..range.start + end);
+            let s = scalars.view(start..end);
+            acc += self.msm_chunk::<C>(b, s)?;
+            start = end;
+        }
+        Ok(acc)
+    }
+
+    fn msm_chunk<C: MsmCurve>(
+        &self,
+        bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
+        scalars: CudaView<'_, FrRaw>,
+    ) -> Result<C::Projective> {
+        let n = scalars.len();
+        let c = window_bits(n);
+        let nw = 256u32.div_ceil(c);
+        let nb = 1usize << (c - 1);
+        let nbuckets = nw as usize * nb;
+        let n32 = n as u32;
+        let [k_scalars, k_hist, k_scan, k_scatter, k_acc, k_seg, k_sum] = C::KERNELS;
+        let stream = self.stream().clone();
+        let alloc_u32 = |len: usize| -> Result<CudaSlice<u32>> {
+            stream.alloc_zeros::<u32>(len).map_err(self.drv("allocating MSM scratch"))
+        };
+        let alloc_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
+            // SAFETY: every element is written by the kernel that produces it before it is read.
+            unsafe { stream.alloc::<u64>(count * C::XYZZ_LIMBS) }.map_err(self.drv("allocating MSM buckets"))
+        };
+
+        // 1. scalars to canonical integers
+        // SAFETY: written by msm_scalars before use.
+        let mut canon = unsafe { stream.alloc::<FrRaw>(n) }.map_err(self.drv("allocating MSM scalars"))?;
+        let f = self.function(&C::MODULE, k_scalars)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&scalars).arg(&mut canon).arg(&n32);
+        // SAFETY: (const Fr* in, Fr* out, u32 n), both of length n.
+        unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
+
+        // 2. histogram of bucket sizes
+        let mut counts = alloc_u32(nbuckets)?;
+        let f = self.function(&C::MODULE, k_hist)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&canon).arg(&n32).arg(&c).arg(&nw).arg(&mut counts);
+        // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32* counts[nw * 2^(c-1)]).
+        unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_histogram"))?;
+
+        // 3. offsets
+        let mut offsets = alloc_u32(nbuckets + 1)?;
+        let mut cursor = alloc_u32(nbuckets)?;
+        let f = self.function(&C::MODULE, k_scan)?;
+        let nbuckets32 = nbuckets as u32;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&counts).arg(&nbuckets32).arg(&mut offsets).arg(&mut cursor);
+        // SAFETY: (const u32* counts[len], u32 len, u32* offsets[len + 1], u32* cursor[len]), one block of 1024.
+        unsafe { l.launch(LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 }) }
+            .map_err(self.drv("launching msm_scan"))?;
+        drop(counts);
+
+        // 4. bucket lists
+        let mut sorted = alloc_u32(n * nw as usize)?;
+        let f = self.function(&C::MODULE, k_scatter)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&canon).arg(&n32).arg(&c).arg(&nw).arg(&mut cursor).arg(&mut sorted);
+        // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32* cursor, u32* sorted[n * nw]); the cursors
+        // start at exclusive offsets of the counts, so every position written is < n * nw.
+        unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scatter"))?;
+        drop(cursor);
+        drop(canon);
+
+        // 5. bucket sums
+        let mut buckets = alloc_xyzz(nbuckets)?;
+        let f = self.function(&C::MODULE, k_acc)?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&bases).arg(&sorted).arg(&offsets).arg(&nbuckets32).arg(&mut buckets);
+        // SAFETY: (const Affine* bases[n], const u32* sorted, const u32* offsets[nbuckets + 1],
+        // u32 nbuckets, Xyzz* buckets[nbuckets]); sorted entries index points < n.
+        unsafe { l.launch(cfg(nbuckets, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
+        drop(sorted);
+        drop(offsets);
+
+        // 6. weighted window sums per segment
+        let seg = (nbuckets / 65536).next_power_of_two().clamp(1, nb);
+        let mut per_window = nb / seg;
+        let nsegs = nw as usize * per_window;
+        let mut level = alloc_xyzz(nsegs)?;
+        let f = self.function(&C::MODULE, k_seg)?;
+        let (nb32, seg32, nsegs32) = (nb as u32, seg as u32, nsegs as u32);
+        let mut l = stream.launch_builder(&f);
+        l.arg(&buckets).arg(&nb32).arg(&seg32).arg(&nsegs32).arg(&mut level);
+        // SAFETY: (const Xyzz* buckets[nw * nb], u32 nb, u32 seg, u32 nsegs, Xyzz* out[nsegs]).
+        unsafe { l.launch(cfg(nsegs, 128)) }.map_err(self.drv("launching msm_segments"))?;
+        drop(buckets);
+
+        // 7. tree reduction inside each window
+        let f = self.function(&C::MODULE, k_sum)?;
+        while per_window > 8 {
+            let group = per_window.min(32);
+            let nout = nw as usize * per_window / group;
+            let mut next = alloc_xyzz(nout)?;
+            let (g32, nout32) = (group as u32, nout as u32);
+            let mut l = stream.launch_builder(&f);
+            l.arg(&level).arg(&g32).arg(&nout32).arg(&mut next);
+            // SAFETY: (const Xyzz* in[nout * group], u32 group, u32 nout, Xyzz* out[nout]).
+            unsafe { l.launch(cfg(nout, 64)) }.map_err(self.drv("launching msm_sum_groups"))?;
+            level = next;
+            per_window /= group;
+        }
+
+        // 8. host: finish each window and combine with Horner's rule
+        let limbs = stream.clone_dtoh(&level).map_err(self.drv("copying MSM windows to the host"))?;
+        self.synchronize()?;
+        let mut acc = C::Projective::identity();
+        for w in (0..nw as usize).rev() {
+            for _ in 0..c {
+                acc = acc.double();
+            }
+            for j in 0..per_window {
+                let at = (w * per_window + j) * C::XYZZ_LIMBS;
+                acc += C::from_xyzz(&limbs[at..at + C::XYZZ_LIMBS]);
+            }
+        }
+        Ok(acc)
+    }
+}
+
+fn check_range(len: usize, range: &Range<usize>) -> Result<()> {
+    if range.start <= range.end && range.end <= len {
+        Ok(())
+    } else {
+        Err(Error::Unsupported { op: "msm", detail: format!("range {range:?} outside {len} bases") })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_fits_the_kernels() {
+        for log in 0..=28 {
+            let n = 1usize << log;
+            let c = window_bits(n);
+            assert!((8..=20).contains(&c));
+            // every index fits in 31 bits and n * nw in u32
+            assert!((n.min(MAX_CHUNK) as u64) * 256u64.div_ceil(c as u64) < 1 << 32);
+        }
+    }
+}
