@@ -28,7 +28,7 @@ pub mod srs;
 pub use cpu::CpuBackend;
 pub use error::{Error, Result};
 pub use kind::{ProofKind, RegisteredProof, SectorSize};
-pub use pipeline::{prove, verify, ProofOutput, ProveOptions, Randomness, Timings};
+pub use pipeline::{prove, prove_circuit, verify, ProofOutput, ProveOptions, Randomness, Timings};
 pub use prover::Backend;
 pub use request::{PostInputs, ProofInputs, ProofRequest, SnapInputs};
 pub use srs::{Srs, SrsStore};

@@ -200,6 +200,36 @@ pub fn prove_plan(
     })
 }
 
+/// Proves any bellpepper-core circuit (not only Filecoin's) with `srs`'s parameters on
+/// `backend`, and verifies the proof against the circuit's own public inputs unless
+/// `opts.verify` is false. Returns the proof and the public inputs (without ONE).
+pub fn prove_circuit<C: bellpepper_core::Circuit<Scalar> + Send>(
+    srs: &Srs,
+    backend: &dyn Backend,
+    circuit: C,
+    opts: &ProveOptions,
+) -> Result<(Proof<Bls12>, Vec<Scalar>)> {
+    let asg = cuzk_pce::synthesize(circuit).map_err(|e| Error::Synthesis {
+        partition: 0,
+        reason: e.to_string(),
+    })?;
+    let inputs = asg.public_inputs().to_vec();
+    let (r, s) = match opts.randomness {
+        Randomness::Fixed(r, s) => (r, s),
+        Randomness::Random => {
+            let mut rng = rand::rngs::OsRng;
+            (Scalar::random(&mut rng), Scalar::random(&mut rng))
+        }
+    };
+    let proof = backend.prove(srs, asg, r, s, 0)?;
+    if opts.verify && !matches!(verify_proof(&srs.pvk, &proof, &inputs), Ok(true)) {
+        return Err(Error::VerificationFailed {
+            what: format!("circuit proof on {}", backend.name()),
+        });
+    }
+    Ok((proof, inputs))
+}
+
 /// Verifies proof bytes (concatenated partition proofs) against a request's public inputs.
 ///
 /// Returns `Ok(false)` for a well-formed proof that does not verify, and an error when the

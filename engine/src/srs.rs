@@ -53,6 +53,20 @@ impl std::fmt::Debug for Srs {
     }
 }
 
+impl Srs {
+    /// Wraps parameters that did not come from a file (a user's own circuit, tests).
+    pub fn from_parameters(params: Parameters<Bls12>) -> Self {
+        let pvk = prepare_verifying_key(&params.vk);
+        Srs {
+            params,
+            pvk,
+            path: PathBuf::from("<in memory>"),
+            file_bytes: 0,
+            load_time: Duration::ZERO,
+        }
+    }
+}
+
 type Slot = Arc<OnceLock<Arc<Srs>>>;
 
 /// Loads parameter files on first use and hands out shared references afterwards.
