@@ -11,6 +11,7 @@
 //! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
 //! | [`reference`] | CPU references (NTT as bellperson computes it) |
+//! | [`testdata`] | seeded random scalars and points made quickly, CPU MSM for comparison |
 //! | [`error`] | [`Error`] and [`Result`] |
 //!
 //! Memory layouts are blst's: buffers of blstrs values upload without conversion.
@@ -27,6 +28,7 @@ pub mod layout;
 pub mod msm;
 pub mod ntt;
 pub mod reference;
+pub mod testdata;
 
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};

@@ -1,0 +1,83 @@
+//! Seeded random inputs for tests and benchmarks: scalars and curve points made quickly.
+//!
+//! Points are generated in chunks: chunk c holds `B_c + i * A_c` for random `A_c`, `B_c`,
+//! computed with one addition per point in parallel over chunks, then batch-normalised.
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
+use group::{prime::PrimeCurveAffine, Curve, Group};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use rayon::prelude::*;
+
+const CHUNK: usize = 1024;
+
+/// `n` random scalars from `seed` (parallel, deterministic).
+pub fn scalars(seed: u64, n: usize) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(1 << 14).enumerate().for_each(|(c, chunk)| {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32) ^ 0x5ca1a7);
+        chunk.iter_mut().for_each(|s| *s = Scalar::random(&mut rng));
+    });
+    out
+}
+
+fn points<P: Group + Curve + Send + Sync>(seed: u64, n: usize) -> Vec<P::AffineRepr>
+where
+    P::AffineRepr: Send + Sync + Copy + Default,
+{
+    let mut proj = vec![P::identity(); n];
+    proj.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 20) ^ 0xb45e);
+        let a = P::random(&mut rng);
+        let mut acc = P::random(&mut rng);
+        for p in chunk.iter_mut() {
+            *p = acc;
+            acc += a;
+        }
+    });
+    let mut out = vec![P::AffineRepr::default(); n];
+    out.par_chunks_mut(CHUNK).zip(proj.par_chunks(CHUNK)).for_each(|(o, p)| P::batch_normalize(p, o));
+    out
+}
+
+/// `n` random G1 points from `seed`.
+pub fn g1_points(seed: u64, n: usize) -> Vec<G1Affine> {
+    points::<G1Projective>(seed, n)
+}
+
+/// `n` random G2 points from `seed`.
+pub fn g2_points(seed: u64, n: usize) -> Vec<G2Affine> {
+    points::<G2Projective>(seed, n)
+}
+
+/// `sum s_i P_i` on the CPU with blst's Pippenger, in parallel chunks.
+pub fn msm_g1_cpu(points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+    let proj: Vec<G1Projective> = points.par_iter().map(|p| p.to_curve()).collect();
+    proj.par_chunks(1 << 15)
+        .zip(scalars.par_chunks(1 << 15))
+        .map(|(p, s)| G1Projective::multi_exp(p, s))
+        .reduce(G1Projective::identity, |a, b| a + b)
+}
+
+/// `sum s_i P_i` over G2 on the CPU with blst's Pippenger, in parallel chunks.
+pub fn msm_g2_cpu(points: &[G2Affine], scalars: &[Scalar]) -> G2Projective {
+    let proj: Vec<G2Projective> = points.par_iter().map(|p| p.to_curve()).collect();
+    proj.par_chunks(1 << 15)
+        .zip(scalars.par_chunks(1 << 15))
+        .map(|(p, s)| G2Projective::multi_exp(p, s))
+        .reduce(G2Projective::identity, |a, b| a + b)
+}
+
+/// The seed for a test run: `$CUZK_TEST_SEED` if set, else derived from the clock.
+pub fn seed() -> u64 {
+    if let Some(s) = std::env::var("CUZK_TEST_SEED").ok().and_then(|s| s.parse().ok()) {
+        return s;
+    }
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+}
+
+/// The affine identity (x = y = 0 in blst's layout).
+pub fn g1_identity() -> G1Affine {
+    G1Affine::identity()
+}

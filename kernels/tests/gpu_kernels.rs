@@ -1,0 +1,321 @@
+//! Differential tests of every device operation against blstrs (needs a CUDA device):
+//! field arithmetic, NTT at every size 2^1..2^22 and at 2^26, and G1/G2 MSM with edge cases.
+//!
+//! Run on a GPU machine: `gpu_kernels --include-ignored --test-threads=1`.
+//! Each test prints its seed; rerun with `CUZK_TEST_SEED=<seed>` to reproduce.
+
+use blst::{blst_fp, blst_fp2};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_kernels::layout::host;
+use cuzk_kernels::reference;
+use cuzk_kernels::testdata::{g1_points, g2_points, msm_g1_cpu, msm_g2_cpu, scalars, seed};
+use cuzk_kernels::{field, GpuDevice, NttKind};
+use ff::{Field, PrimeField};
+use group::{prime::PrimeCurveAffine, Curve, Group};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use rayon::prelude::*;
+
+fn device() -> GpuDevice {
+    let dev = GpuDevice::open(0).unwrap_or_else(|e| panic!("{e}"));
+    println!("device {} {} ({}), {} bytes", dev.pci_id(), dev.name(), dev.arch(), dev.total_memory());
+    dev
+}
+
+fn minus_one() -> Scalar {
+    -Scalar::ONE
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn field_ops_match_blstrs() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let n = 4096;
+    // Fr: random plus 0, 1, r - 1
+    let mut a = scalars(seed, n);
+    let mut b = scalars(seed + 1, n);
+    for (i, e) in [Scalar::ZERO, Scalar::ONE, minus_one()].into_iter().enumerate() {
+        a[i] = e;
+        b[i + 3] = e;
+        a[i + 6] = e;
+        b[i + 6] = e;
+    }
+    let got = field::fr_ops(&dev, &a, &b).unwrap();
+    for i in 0..n {
+        let want = [a[i] + b[i], a[i] - b[i], a[i] * b[i], a[i].square(), -a[i], a[i].double()];
+        for k in 0..6 {
+            assert_eq!(got[i][k], want[k], "Fr {} at {i} (seed {seed})", field::OPS[k]);
+        }
+    }
+    // Fp and Fp2: coordinates of random points (valid reduced elements), plus 0, 1, p - 1
+    let pa = g2_points(seed, n);
+    let pb = g2_points(seed + 7, n);
+    let fp2 = |p: &G2Affine, x: bool| blst_fp2::from(if x { p.x() } else { p.y() });
+    let mut a2: Vec<blst_fp2> = pa.iter().map(|p| fp2(p, true)).collect();
+    let b2: Vec<blst_fp2> = pb.iter().map(|p| fp2(p, false)).collect();
+    let fp_one = fp_one();
+    let edges = [blst_fp::default(), fp_one, host::fp_neg(&fp_one)];
+    for (i, e) in edges.iter().enumerate() {
+        a2[i].fp[0] = *e;
+        a2[i + 3] = blst_fp2 { fp: [*e, *e] };
+    }
+    let a1: Vec<blst_fp> = a2.iter().map(|x| x.fp[0]).collect();
+    let b1: Vec<blst_fp> = b2.iter().map(|x| x.fp[1]).collect();
+    let got = field::fp_ops(&dev, &a1, &b1).unwrap();
+    for i in 0..n {
+        let (x, y) = (&a1[i], &b1[i]);
+        let want = [
+            host::fp_add(x, y),
+            host::fp_sub(x, y),
+            host::fp_mul(x, y),
+            host::fp_sqr(x),
+            host::fp_neg(x),
+            host::fp_add(x, x),
+        ];
+        for k in 0..6 {
+            assert_eq!(got[i][k].l, want[k].l, "Fp {} at {i} (seed {seed})", field::OPS[k]);
+        }
+    }
+    let got = field::fp2_ops(&dev, &a2, &b2).unwrap();
+    for i in 0..n {
+        let (x, y) = (&a2[i], &b2[i]);
+        let want = [
+            host::fp2_add(x, y),
+            host::fp2_sub(x, y),
+            host::fp2_mul(x, y),
+            host::fp2_sqr(x),
+            host::fp2_neg(x),
+            host::fp2_add(x, x),
+        ];
+        for k in 0..6 {
+            assert_eq!(got[i][k].fp[0].l, want[k].fp[0].l, "Fp2 {} c0 at {i} (seed {seed})", field::OPS[k]);
+            assert_eq!(got[i][k].fp[1].l, want[k].fp[1].l, "Fp2 {} c1 at {i} (seed {seed})", field::OPS[k]);
+        }
+    }
+}
+
+/// 1 in Fp, Montgomery form (R mod p), taken from blst.
+fn fp_one() -> blst_fp {
+    let mut one = blst_fp::default();
+    // SAFETY: blst writes one valid element from a valid u64.
+    unsafe { blst::blst_fp_from_uint64(&mut one, [1u64, 0, 0, 0, 0, 0].as_ptr()) };
+    one
+}
+
+fn run_ntt(dev: &GpuDevice, data: &[Scalar], kind: NttKind) -> Vec<Scalar> {
+    let mut buf = dev.upload(data).unwrap();
+    dev.ntt(&mut buf, kind).unwrap();
+    dev.download(&buf).unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ntt_matches_bellperson_at_every_size_up_to_2_22() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    for log_n in 1..=22u32 {
+        let n = 1usize << log_n;
+        let input = scalars(seed + log_n as u64, n);
+        let kinds: &[NttKind] = if log_n <= 18 {
+            &[NttKind::Forward, NttKind::Inverse, NttKind::CosetForward, NttKind::CosetInverse]
+        } else {
+            &[NttKind::Forward, NttKind::CosetInverse]
+        };
+        for &kind in kinds {
+            let got = run_ntt(&dev, &input, kind);
+            let mut want = input.clone();
+            reference::ntt(&mut want, kind);
+            if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+                panic!("{kind:?} 2^{log_n} differs first at {i} (seed {seed})");
+            }
+        }
+        // inverse(forward) and icoset(coset) are the identity, entirely on the device
+        let mut buf = dev.upload(&input).unwrap();
+        dev.ntt(&mut buf, NttKind::Forward).unwrap();
+        dev.ntt(&mut buf, NttKind::Inverse).unwrap();
+        dev.ntt(&mut buf, NttKind::CosetForward).unwrap();
+        dev.ntt(&mut buf, NttKind::CosetInverse).unwrap();
+        assert!(dev.download(&buf).unwrap() == input, "round trip 2^{log_n} (seed {seed})");
+    }
+}
+
+/// Evaluates the polynomial with coefficients `a` at `x` (parallel Horner over chunks).
+fn evaluate(a: &[Scalar], x: Scalar) -> Scalar {
+    let chunk = 1 << 16;
+    let xc = x.pow_vartime([chunk as u64]);
+    let parts: Vec<Scalar> =
+        a.par_chunks(chunk).map(|c| c.iter().rev().fold(Scalar::ZERO, |acc, &v| acc * x + v)).collect();
+    parts.iter().rev().fold(Scalar::ZERO, |acc, &p| acc * xc + p)
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ntt_at_2_26_evaluates_the_polynomial() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let log_n = 26;
+    let n = 1usize << log_n;
+    let input = scalars(seed, n);
+    let mut buf = dev.upload(&input).unwrap();
+    dev.ntt(&mut buf, NttKind::CosetForward).unwrap();
+    let out = dev.download(&buf).unwrap();
+    let w = cuzk_kernels::ntt::omega(log_n);
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for _ in 0..3 {
+        let i = (rng.next_u64() as usize) % n;
+        let x = g * w.pow_vartime([i as u64]);
+        assert_eq!(out[i], evaluate(&input, x), "coset evaluation at {i} (seed {seed})");
+    }
+    dev.ntt(&mut buf, NttKind::CosetInverse).unwrap();
+    dev.ntt(&mut buf, NttKind::Forward).unwrap();
+    let fwd = dev.download(&buf).unwrap();
+    let i = (rng.next_u64() as usize) % n;
+    assert_eq!(fwd[i], evaluate(&input, w.pow_vartime([i as u64])), "evaluation at {i} (seed {seed})");
+    dev.ntt(&mut buf, NttKind::Inverse).unwrap();
+    assert!(dev.download(&buf).unwrap() == input, "round trip 2^26 (seed {seed})");
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn h_polynomial_element_ops_match_blstrs() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let n = 1 << 12;
+    let (a, b) = (scalars(seed, n), scalars(seed + 1, n));
+    let c = Scalar::from(12345u64);
+    let mut da = dev.upload(&a).unwrap();
+    let db = dev.upload(&b).unwrap();
+    dev.fr_mul_assign(&mut da, &db).unwrap();
+    dev.fr_sub_assign(&mut da, &db).unwrap();
+    dev.fr_scale(&mut da, c).unwrap();
+    dev.fr_add_assign(&mut da, &db).unwrap();
+    let got = dev.download(&da).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], (a[i] * b[i] - b[i]) * c + b[i], "at {i} (seed {seed})");
+    }
+    let short = dev.upload(&b[..10]).unwrap();
+    assert!(dev.fr_mul_assign(&mut da, &short).is_err(), "length mismatch must be an error");
+    let z = cuzk_kernels::coset_z_inverse(12);
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    assert_eq!(z * (g.pow_vartime([4096u64]) - Scalar::ONE), Scalar::ONE);
+}
+
+/// Scalars and points for one MSM case, with edge cases mixed in at fixed positions.
+fn msm_case<P: Copy>(seed: u64, n: usize, points: &mut [P], identity: P) -> Vec<Scalar> {
+    let mut s = scalars(seed, n);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xe);
+    if n >= 4 {
+        for _ in 0..(n / 50).max(1) {
+            let i = (rng.next_u64() as usize) % n;
+            match rng.next_u64() % 6 {
+                0 => s[i] = Scalar::ZERO,
+                1 => s[i] = minus_one(),
+                2 => s[i] = Scalar::ONE,
+                3 => points[i] = identity,
+                4 => {
+                    let j = (rng.next_u64() as usize) % n;
+                    points[i] = points[j];
+                    s[i] = s[j];
+                }
+                _ => {
+                    let j = (rng.next_u64() as usize) % n;
+                    points[i] = points[j];
+                    s[i] = -s[j];
+                }
+            }
+        }
+    }
+    s
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn msm_g1_matches_blstrs() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let max = (1 << 20) + 1;
+    let mut points = g1_points(seed, max);
+    let bases_all = dev.upload_g1_bases(&points).unwrap();
+    // exact edge cases first
+    let p = points[0];
+    let one_case = |pts: &[G1Affine], sc: &[Scalar], what: &str| {
+        let bases = dev.upload_g1_bases(pts).unwrap();
+        let got = dev.msm_g1(&bases, 0..pts.len(), sc).unwrap();
+        assert_eq!(got, msm_g1_cpu(pts, sc), "G1 {what} (seed {seed})");
+    };
+    one_case(&[p], &[minus_one()], "n=1, scalar r-1");
+    one_case(&[p], &[Scalar::ZERO], "n=1, zero scalar");
+    one_case(&[G1Affine::identity()], &[Scalar::from(5u64)], "n=1, identity point");
+    one_case(&[p, p], &[Scalar::from(3u64), Scalar::from(3u64)], "n=2, repeated point (doubling in a bucket)");
+    one_case(&[p, p], &[Scalar::from(3u64), -Scalar::from(3u64)], "n=2, P and -P cancel");
+    one_case(&[p, points[1], G1Affine::identity()], &[minus_one(), Scalar::ONE, minus_one()], "n=3");
+    one_case(&points[..1000], &[Scalar::ZERO; 1000], "n=1000, all zero");
+    let small: Vec<Scalar> = (0..(1 << 16) + 1).map(|i| Scalar::from((i % 2) as u64)).collect();
+    one_case(&points[..small.len()], &small, "n=2^16+1, 0/1 scalars");
+    for n in [1usize, 2, 3, 1000, (1 << 16) + 1, 1 << 20] {
+        let mut pts = points[..n].to_vec();
+        let sc = msm_case(seed + n as u64, n, &mut pts, G1Affine::identity());
+        let bases = dev.upload_g1_bases(&pts).unwrap();
+        let t = std::time::Instant::now();
+        let got = dev.msm_g1(&bases, 0..n, &sc).unwrap();
+        let gpu = t.elapsed();
+        assert_eq!(got, msm_g1_cpu(&pts, &sc), "G1 n={n} (seed {seed})");
+        println!("G1 n={n} ok ({gpu:.1?} on the GPU incl. upload of scalars)");
+    }
+    // a range in the middle of resident bases
+    let sc = scalars(seed + 99, 5000);
+    let got = dev.msm_g1(&bases_all, 7000..12000, &sc).unwrap();
+    assert_eq!(got, msm_g1_cpu(&points[7000..12000], &sc), "G1 range (seed {seed})");
+    assert!(dev.msm_g1(&bases_all, 0..10, &sc).is_err(), "length mismatch must be an error");
+    assert!(dev.msm_g1(&bases_all, max - 1..max + 1, &sc[..2]).is_err(), "range past the end must be an error");
+    points.truncate(0);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn msm_g2_matches_blstrs() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let max = 1 << 20;
+    let points = g2_points(seed, max);
+    let p = points[0];
+    let one_case = |pts: &[G2Affine], sc: &[Scalar], what: &str| {
+        let bases = dev.upload_g2_bases(pts).unwrap();
+        let got = dev.msm_g2(&bases, 0..pts.len(), sc).unwrap();
+        assert_eq!(got, msm_g2_cpu(pts, sc), "G2 {what} (seed {seed})");
+    };
+    one_case(&[p], &[minus_one()], "n=1, scalar r-1");
+    one_case(&[p], &[Scalar::ZERO], "n=1, zero scalar");
+    one_case(&[G2Affine::identity()], &[Scalar::from(5u64)], "n=1, identity point");
+    one_case(&[p, p], &[Scalar::from(3u64), Scalar::from(3u64)], "n=2, repeated point");
+    one_case(&[p, p], &[Scalar::from(3u64), -Scalar::from(3u64)], "n=2, P and -P cancel");
+    one_case(&[p, points[1], G2Affine::identity()], &[minus_one(), Scalar::ONE, minus_one()], "n=3");
+    for n in [1usize, 2, 3, 1000, (1 << 16) + 1, 1 << 20] {
+        let mut pts = points[..n].to_vec();
+        let sc = msm_case(seed + n as u64, n, &mut pts, G2Affine::identity());
+        let bases = dev.upload_g2_bases(&pts).unwrap();
+        let t = std::time::Instant::now();
+        let got = dev.msm_g2(&bases, 0..n, &sc).unwrap();
+        let gpu = t.elapsed();
+        assert_eq!(got, msm_g2_cpu(&pts, &sc), "G2 n={n} (seed {seed})");
+        println!("G2 n={n} ok ({gpu:.1?})");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_identity_is_reported() {
+    let dev = device();
+    assert!(dev.total_memory() > 0);
+    assert!(dev.arch().starts_with("sm_"));
+    assert_ne!(dev.uuid(), [0u8; 16]);
+    let _ = (G1Projective::identity(), G2Projective::identity(), G1Projective::generator().to_affine());
+}
