@@ -53,10 +53,10 @@ impl BellpersonLogProbe {
     /// Takes the last reported duration whose line starts with `prefix`, clearing the buffer.
     pub fn take(&self, prefix: &str) -> Option<Duration> {
         let mut lines = self.lines.lock().ok()?;
-        let found = lines
-            .iter()
-            .rev()
-            .find_map(|l| l.strip_prefix(prefix).and_then(|rest| parse_debug_duration(rest.trim())));
+        let found = lines.iter().rev().find_map(|l| {
+            l.strip_prefix(prefix)
+                .and_then(|rest| parse_debug_duration(rest.trim()))
+        });
         if prefix == "prover time:" {
             lines.clear();
         }
@@ -77,7 +77,10 @@ pub fn parse_debug_duration(s: &str) -> Option<Duration> {
     } else {
         return None;
     };
-    num.trim().parse::<f64>().ok().map(|x| Duration::from_secs_f64(x * scale))
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .map(|x| Duration::from_secs_f64(x * scale))
 }
 
 /// One run's measurements.
@@ -198,8 +201,14 @@ mod tests {
 
     #[test]
     fn parses_debug_durations() {
-        assert_eq!(parse_debug_duration("1.5s"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_debug_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(
+            parse_debug_duration("1.5s"),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_debug_duration("250ms"),
+            Some(Duration::from_millis(250))
+        );
         assert_eq!(parse_debug_duration("3µs"), Some(Duration::from_micros(3)));
         assert_eq!(parse_debug_duration("x"), None);
     }

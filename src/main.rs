@@ -15,7 +15,11 @@ use cuzk::{
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Parser)]
-#[command(name = "cuzk", version, about = "Filecoin Groth16 proving engine: vanilla proofs in, verified SNARKs out")]
+#[command(
+    name = "cuzk",
+    version,
+    about = "Filecoin Groth16 proving engine: vanilla proofs in, verified SNARKs out"
+)]
 struct Cli {
     /// Parameter directory (default: $FIL_PROOFS_PARAMETER_CACHE or /var/tmp/filecoin-proof-parameters).
     #[arg(long, global = true)]
@@ -126,14 +130,22 @@ impl Reporter {
     fn step(&self, msg: impl AsRef<str>) {
         match &self.bar {
             Some(b) => b.set_message(msg.as_ref().to_string()),
-            None => eprintln!("[{:>7.1}s] {}", self.started.elapsed().as_secs_f64(), msg.as_ref()),
+            None => eprintln!(
+                "[{:>7.1}s] {}",
+                self.started.elapsed().as_secs_f64(),
+                msg.as_ref()
+            ),
         }
     }
 
     fn done(&self, msg: impl AsRef<str>) {
         match &self.bar {
             Some(b) => b.println(format!("  {}", msg.as_ref())),
-            None => eprintln!("[{:>7.1}s] {}", self.started.elapsed().as_secs_f64(), msg.as_ref()),
+            None => eprintln!(
+                "[{:>7.1}s] {}",
+                self.started.elapsed().as_secs_f64(),
+                msg.as_ref()
+            ),
         }
     }
 
@@ -158,7 +170,11 @@ fn main() -> ExitCode {
         })
         .init();
     let cli = Cli::parse();
-    let store = SrsStore::new(cli.params_dir.clone().unwrap_or_else(cuzk::srs::default_dir));
+    let store = SrsStore::new(
+        cli.params_dir
+            .clone()
+            .unwrap_or_else(cuzk::srs::default_dir),
+    );
     match run(cli.cmd, &store) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -185,7 +201,11 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
 
 fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
     match cmd {
-        Cmd::Demo { kinds, seed } => demo(store, &kinds_or(&kinds, &[ProofKind::WinningPost, ProofKind::WindowPost])?, seed),
+        Cmd::Demo { kinds, seed } => demo(
+            store,
+            &kinds_or(&kinds, &[ProofKind::WinningPost, ProofKind::WindowPost])?,
+            seed,
+        ),
         Cmd::Prove {
             input,
             c1,
@@ -215,7 +235,11 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
             rep.finish();
             write(&out, &output.bytes)?;
             print_summary(&request, &output);
-            println!("proof written to {} ({} bytes)", out.display(), output.bytes.len());
+            println!(
+                "proof written to {} ({} bytes)",
+                out.display(),
+                output.bytes.len()
+            );
             Ok(())
         }
         Cmd::Verify { input, proof } => {
@@ -236,7 +260,9 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
         } => {
             let size: SectorSize = sector_size.parse()?;
             let rep = Reporter::new();
-            rep.step(format!("sealing a {size} sector, running C1, PoSt and SnapDeals vanilla proofs"));
+            rep.step(format!(
+                "sealing a {size} sector, running C1, PoSt and SnapDeals vanilla proofs"
+            ));
             let files = gen_files(&out, size, seed)?;
             rep.finish();
             for f in files {
@@ -261,16 +287,28 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
             kinds,
             runs,
             sector_size,
-        } => bench(store, &kinds_or(&kinds, &[ProofKind::PorepC2, ProofKind::SnapDeals])?, runs, sector_size.parse()?),
+        } => bench(
+            store,
+            &kinds_or(&kinds, &[ProofKind::PorepC2, ProofKind::SnapDeals])?,
+            runs,
+            sector_size.parse()?,
+        ),
     }
 }
 
-fn ensure_params(store: &SrsStore, proof: RegisteredProof, seed: u64, rep: &Reporter) -> Result<()> {
+fn ensure_params(
+    store: &SrsStore,
+    proof: RegisteredProof,
+    seed: u64,
+    rep: &Reporter,
+) -> Result<()> {
     if store.has(proof)? {
         rep.done(format!("parameters for {proof}: present"));
         return Ok(());
     }
-    rep.step(format!("generating test parameters for {proof} (once; minutes for PoRep and SnapDeals)"));
+    rep.step(format!(
+        "generating test parameters for {proof} (once; minutes for PoRep and SnapDeals)"
+    ));
     let t = Instant::now();
     let (path, made) = store.generate(proof, seed)?;
     rep.done(format!(
@@ -302,21 +340,35 @@ fn prove_with_progress(
 ) -> Result<ProofOutput> {
     rep.step(format!("{}: building circuits", request.proof));
     let on_progress = |p: Progress| match p {
-        Progress::Planned { partitions } => rep.step(format!("{}: {partitions} partition(s); loading parameters", request.proof)),
+        Progress::Planned { partitions } => rep.step(format!(
+            "{}: {partitions} partition(s); loading parameters",
+            request.proof
+        )),
         Progress::SrsReady { load } => {
             if !load.is_zero() {
                 rep.done(format!("parameters loaded in {:.2}s", load.as_secs_f64()))
             }
         }
-        Progress::Phase { partition, phase } => rep.step(format!("{}: partition {partition}: {phase}", request.proof)),
-        Progress::PartitionDone { partition } => rep.done(format!("{}: partition {partition} proved and verified", request.proof)),
+        Progress::Phase { partition, phase } => {
+            rep.step(format!("{}: partition {partition}: {phase}", request.proof))
+        }
+        Progress::PartitionDone { partition } => rep.done(format!(
+            "{}: partition {partition} proved and verified",
+            request.proof
+        )),
     };
     cuzk::prove(store, &CpuBackend, request, opts, &on_progress)
 }
 
 fn print_summary(request: &ProofRequest, out: &ProofOutput) {
     let t = &out.timings;
-    println!("{}: {} partition(s), {} bytes, verified: {}", request.proof, out.partitions.len(), out.bytes.len(), if out.verified { "yes" } else { "skipped" });
+    println!(
+        "{}: {} partition(s), {} bytes, verified: {}",
+        request.proof,
+        out.partitions.len(),
+        out.bytes.len(),
+        if out.verified { "yes" } else { "skipped" }
+    );
     println!(
         "  timings: plan {:.3}s | params {:.3}s | synthesis {:.3}s | prove {:.3}s | verify {:.3}s | total {:.3}s",
         t.plan.as_secs_f64(),
@@ -339,7 +391,10 @@ fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> Result<()> {
     let t = Instant::now();
     let work = std::env::temp_dir();
     let inputs = cuzk::gen::generate(size, &work, seed)?;
-    rep.done(format!("inputs generated in {:.2}s", t.elapsed().as_secs_f64()));
+    rep.done(format!(
+        "inputs generated in {:.2}s",
+        t.elapsed().as_secs_f64()
+    ));
     let mut results = Vec::new();
     for kind in kinds {
         let request = inputs.get(*kind);
@@ -351,7 +406,10 @@ fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> Result<()> {
         print_summary(request, out);
         println!("  proof: {}…", &hex::encode(&out.bytes)[..32]);
     }
-    println!("demo finished in {:.1}s: every proof verified with bellperson's verifier", t0.elapsed().as_secs_f64());
+    println!(
+        "demo finished in {:.1}s: every proof verified with bellperson's verifier",
+        t0.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -365,11 +423,22 @@ fn bench(store: &SrsStore, kinds: &[ProofKind], runs: usize, size: SectorSize) -
     let inputs = cuzk::gen::generate(size, &std::env::temp_dir(), 1)?;
     let mut summaries = Vec::new();
     for kind in kinds {
-        rep.step(format!("{kind}: {runs} run(s) + warm-up, cuzk then bellperson"));
-        summaries.push(bench_against_bellperson(store, &CpuBackend, inputs.get(*kind), runs, probe)?);
+        rep.step(format!(
+            "{kind}: {runs} run(s) + warm-up, cuzk then bellperson"
+        ));
+        summaries.push(bench_against_bellperson(
+            store,
+            &CpuBackend,
+            inputs.get(*kind),
+            runs,
+            probe,
+        )?);
     }
     rep.finish();
-    println!("threads: {} | runs: {runs} (+1 warm-up), medians", rayon_threads());
+    println!(
+        "threads: {} | runs: {runs} (+1 warm-up), medians",
+        rayon_threads()
+    );
     println!("| circuit | constraints | cuzk synthesis | cuzk prove | bellperson synthesis | bellperson prove | bellperson total | prove speed-up | identical |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for s in &summaries {
@@ -379,11 +448,16 @@ fn bench(store: &SrsStore, kinds: &[ProofKind], runs: usize, size: SectorSize) -
 }
 
 fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 fn print_bench_row(s: &BenchSummary) {
-    let f = |d: Option<Duration>| d.map(|d| format!("{:.3}s", d.as_secs_f64())).unwrap_or_else(|| "n/a".into());
+    let f = |d: Option<Duration>| {
+        d.map(|d| format!("{:.3}s", d.as_secs_f64()))
+            .unwrap_or_else(|| "n/a".into())
+    };
     let ours = s.median_of(|r| Some(r.ours_prove));
     let theirs = s.median_of(|r| r.bellperson_prove);
     let ratio = match (ours, theirs) {

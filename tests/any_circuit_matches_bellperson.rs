@@ -63,18 +63,31 @@ fn arbitrary_shapes_match_bellperson() {
         (0, 1, 0),
         (3, 5, 1),
         (30, 40, 3),
-        (61, 1, 0),   // 64 constraints with the input rows
-        (62, 1, 0),   // just past a power of two
+        (61, 1, 0), // 64 constraints with the input rows
+        (62, 1, 0), // just past a power of two
         (1000, 3, 20),
     ];
     for (squarings, inputs, linear) in shapes {
-        let blank = Shape { x: None, squarings, inputs, linear };
+        let blank = Shape {
+            x: None,
+            squarings,
+            inputs,
+            linear,
+        };
         let params = generate_random_parameters::<Bls12, _, _>(blank, &mut rng).expect("params");
-        let circuit = Shape { x: Some(Scalar::random(&mut rng)), squarings, inputs, linear };
+        let circuit = Shape {
+            x: Some(Scalar::random(&mut rng)),
+            squarings,
+            inputs,
+            linear,
+        };
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let theirs = create_proof(circuit.clone(), &params, r, s).expect("bellperson");
         let srs = Srs::from_parameters(params);
-        let opts = ProveOptions { randomness: Randomness::Fixed(r, s), verify: true };
+        let opts = ProveOptions {
+            randomness: Randomness::Fixed(r, s),
+            verify: true,
+        };
         let (ours, _) = prove_circuit(&srs, &CpuBackend, circuit, &opts).expect("cuzk");
         let (mut a, mut b) = (Vec::new(), Vec::new());
         ours.write(&mut a).unwrap();
@@ -87,11 +100,19 @@ fn arbitrary_shapes_match_bellperson() {
 fn unsatisfied_circuit_yields_no_proof() {
     struct Wrong;
     impl Circuit<Scalar> for Wrong {
-        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
             let a = AllocatedNum::alloc(cs.namespace(|| "a"), || Ok(Scalar::from(3)))?;
             let out = AllocatedNum::alloc_input(cs.namespace(|| "out"), || Ok(Scalar::from(10)))?;
             // claims a * a = out, but 9 != 10
-            cs.enforce(|| "sq", |lc| lc + a.get_variable(), |lc| lc + a.get_variable(), |lc| lc + out.get_variable());
+            cs.enforce(
+                || "sq",
+                |lc| lc + a.get_variable(),
+                |lc| lc + a.get_variable(),
+                |lc| lc + out.get_variable(),
+            );
             Ok(())
         }
     }

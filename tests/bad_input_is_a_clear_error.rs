@@ -63,7 +63,9 @@ fn c1_for_another_sector_size_is_rejected() {
 
 #[test]
 fn registered_proof_of_another_kind_is_rejected() {
-    let e = RegisteredProof::new(ProofKind::WindowPost, 0).unwrap_err().to_string();
+    let e = RegisteredProof::new(ProofKind::WindowPost, 0)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not a window-post proof"), "{e}");
 
     // WinningPoSt vanilla proofs presented as a WindowPoSt request: decodes, but the
@@ -103,7 +105,9 @@ fn empty_vanilla_proof_list_is_rejected() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("empty"), "{e}");
-    let e = ProofRequest::porep_from_c1(5, Vec::new()).unwrap_err().to_string();
+    let e = ProofRequest::porep_from_c1(5, Vec::new())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("empty"), "{e}");
 }
 
@@ -127,7 +131,10 @@ fn missing_parameter_file_is_reported_with_its_path() {
     let err = cuzk::prove(&store, &CpuBackend, req, &ProveOptions::default(), &|_| {}).unwrap_err();
     assert!(matches!(err, Error::ParamsMissing { .. }), "{err}");
     let e = err.to_string();
-    assert!(e.contains(&dir.path().display().to_string()) && e.contains("cuzk params"), "{e}");
+    assert!(
+        e.contains(&dir.path().display().to_string()) && e.contains("cuzk params"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -146,20 +153,28 @@ fn truncated_or_foreign_parameter_file_is_refused() {
     let mut extra = good.clone();
     extra.extend_from_slice(b"junk");
     std::fs::write(store.params_path(&id), &extra).unwrap();
-    let e = SrsStore::new(dir.path()).get(window).unwrap_err().to_string();
+    let e = SrsStore::new(dir.path())
+        .get(window)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("trailing bytes"), "{e}");
 
     // Parameters of another circuit under this circuit's name: refused before proving.
     let winning_store = support::store_with(ProofKind::WinningPost);
     let winning = RegisteredProof::latest(ProofKind::WinningPost, SectorSize::S2KiB);
-    let other = std::fs::read(
-        winning_store.params_path(&circuits::params_identifier(winning).unwrap()),
-    )
-    .unwrap();
+    let other =
+        std::fs::read(winning_store.params_path(&circuits::params_identifier(winning).unwrap()))
+            .unwrap();
     std::fs::write(store.params_path(&id), other).unwrap();
     let req = &support::inputs().window_post;
-    let e = cuzk::prove(&SrsStore::new(dir.path()), &CpuBackend, req, &ProveOptions::default(), &|_| {})
-        .unwrap_err()
-        .to_string();
+    let e = cuzk::prove(
+        &SrsStore::new(dir.path()),
+        &CpuBackend,
+        req,
+        &ProveOptions::default(),
+        &|_| {},
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("parameters are for another circuit"), "{e}");
 }

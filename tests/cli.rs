@@ -13,9 +13,16 @@ fn cuzk() -> Command {
 
 #[test]
 fn demo_proves_and_verifies() {
-    let out = cuzk().args(["demo", "--kind", "window-post"]).output().unwrap();
+    let out = cuzk()
+        .args(["demo", "--kind", "window-post"])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "demo failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "demo failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("verified: yes"), "{stdout}");
     assert!(stdout.contains("timings:"), "{stdout}");
 }
@@ -23,8 +30,16 @@ fn demo_proves_and_verifies() {
 #[test]
 fn gen_prove_verify_round_trip_and_tampered_proof_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let out = cuzk().args(["gen", "--out"]).arg(dir.path()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cuzk()
+        .args(["gen", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let req = dir.path().join("window-post-2KiB.json");
     let proof = dir.path().join("window.proof");
     let out = cuzk()
@@ -34,14 +49,32 @@ fn gen_prove_verify_round_trip_and_tampered_proof_fails() {
         .arg(&proof)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(std::fs::read(&proof).unwrap().len(), 192);
-    let ok = cuzk().args(["verify", "--input"]).arg(&req).arg("--proof").arg(&proof).output().unwrap();
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let ok = cuzk()
+        .args(["verify", "--input"])
+        .arg(&req)
+        .arg("--proof")
+        .arg(&proof)
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
 
     // A proof for other public data (a fresh sector) must not verify against this request.
     let other_dir = tempfile::tempdir().unwrap();
-    let out = cuzk().args(["gen", "--seed", "99", "--out"]).arg(other_dir.path()).output().unwrap();
+    let out = cuzk()
+        .args(["gen", "--seed", "99", "--out"])
+        .arg(other_dir.path())
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let other_proof = other_dir.path().join("p");
     let out = cuzk()
@@ -52,7 +85,13 @@ fn gen_prove_verify_round_trip_and_tampered_proof_fails() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let bad = cuzk().args(["verify", "--input"]).arg(&req).arg("--proof").arg(&other_proof).output().unwrap();
+    let bad = cuzk()
+        .args(["verify", "--input"])
+        .arg(&req)
+        .arg("--proof")
+        .arg(&other_proof)
+        .output()
+        .unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("does not verify"));
 }
@@ -72,6 +111,9 @@ fn bad_input_exits_nonzero_with_one_line() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     let last = err.lines().last().unwrap_or_default();
-    assert!(last.starts_with("error: cannot decode request JSON"), "{err}");
+    assert!(
+        last.starts_with("error: cannot decode request JSON"),
+        "{err}"
+    );
     assert!(!dir.path().join("p").exists(), "no proof file on failure");
 }

@@ -119,7 +119,14 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let pc1 = fc(
         "seal_pre_commit_phase1",
         seal_pre_commit_phase1::<_, _, _, Tree>(
-            &config, &cache, &staged, &sealed, prover_id, sector_id, ticket, &[piece_info.clone()],
+            &config,
+            &cache,
+            &staged,
+            &sealed,
+            prover_id,
+            sector_id,
+            ticket,
+            std::slice::from_ref(&piece_info),
         ),
     )?;
     let pc2 = fc(
@@ -130,7 +137,15 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let c1 = fc(
         "seal_commit_phase1",
         seal_commit_phase1::<_, Tree>(
-            &config, &cache, &sealed, prover_id, sector_id, ticket, seed_c1, pc2, &[piece_info],
+            &config,
+            &cache,
+            &sealed,
+            prover_id,
+            sector_id,
+            ticket,
+            seed_c1,
+            pc2,
+            &[piece_info],
         ),
     )?;
     let c1_json = serde_json::to_vec(&c1).map_err(|e| Error::Decode {
@@ -185,7 +200,10 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let new_staged = p("new-staged");
     {
         let mut f = std::fs::File::create(&new_staged).map_err(|e| io(&new_staged, e))?;
-        fc("add_piece (update)", add_piece(&new_piece[..], &mut f, unpadded, &[]))?;
+        fc(
+            "add_piece (update)",
+            add_piece(&new_piece[..], &mut f, unpadded, &[]),
+        )?;
         f.flush().map_err(|e| io(&new_staged, e))?;
         f.rewind().map_err(|e| io(&new_staged, e))?;
     }
@@ -202,7 +220,15 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let ucfg = snap::config(update_proof);
     let encoded = fc(
         "encode_into",
-        encode_into::<Tree>(&ucfg, &new_sealed, &new_cache, &sealed, &cache, &new_staged, &[new_info]),
+        encode_into::<Tree>(
+            &ucfg,
+            &new_sealed,
+            &new_cache,
+            &sealed,
+            &cache,
+            &new_staged,
+            &[new_info],
+        ),
     )?;
     let parts = fc(
         "SnapDeals partition proofs",

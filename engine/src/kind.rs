@@ -253,7 +253,11 @@ impl RegisteredProof {
 
 impl fmt::Display for RegisteredProof {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} (registered proof {})", self.kind, self.sector_size, self.id)
+        write!(
+            f,
+            "{} {} (registered proof {})",
+            self.kind, self.sector_size, self.id
+        )
     }
 }
 
@@ -268,21 +272,32 @@ mod tests {
         assert_eq!(p.api_version(), ApiVersion::V1_1_0);
         assert_eq!(p.porep_id()[0], 5);
         assert_eq!(
-            RegisteredProof::new(ProofKind::WindowPost, 13).unwrap().sector_size,
+            RegisteredProof::new(ProofKind::WindowPost, 13)
+                .unwrap()
+                .sector_size,
             SectorSize::S32GiB
         );
         assert_eq!(
-            RegisteredProof::new(ProofKind::WinningPost, 4).unwrap().sector_size,
+            RegisteredProof::new(ProofKind::WinningPost, 4)
+                .unwrap()
+                .sector_size,
             SectorSize::S64GiB
         );
-        assert_eq!(RegisteredProof::latest(ProofKind::WindowPost, SectorSize::S2KiB).id, 10);
+        assert_eq!(
+            RegisteredProof::latest(ProofKind::WindowPost, SectorSize::S2KiB).id,
+            10
+        );
     }
 
     #[test]
     fn wrong_family_is_a_clear_error() {
-        let e = RegisteredProof::new(ProofKind::WindowPost, 3).unwrap_err().to_string();
+        let e = RegisteredProof::new(ProofKind::WindowPost, 3)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a window-post proof"), "{e}");
-        let e = RegisteredProof::new(ProofKind::PorepC2, 12).unwrap_err().to_string();
+        let e = RegisteredProof::new(ProofKind::PorepC2, 12)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("synthetic"), "{e}");
         assert!(RegisteredProof::new(ProofKind::PorepC2, 5)
             .unwrap()
@@ -295,7 +310,10 @@ mod tests {
         assert_eq!("2KiB".parse::<SectorSize>().unwrap(), SectorSize::S2KiB);
         assert_eq!("2048".parse::<SectorSize>().unwrap(), SectorSize::S2KiB);
         assert!("3KiB".parse::<SectorSize>().is_err());
-        assert_eq!("winning".parse::<ProofKind>().unwrap(), ProofKind::WinningPost);
+        assert_eq!(
+            "winning".parse::<ProofKind>().unwrap(),
+            ProofKind::WinningPost
+        );
         assert!("foo".parse::<ProofKind>().is_err());
     }
 }

@@ -151,14 +151,20 @@ pub fn prove_plan(
         let k = job.index;
         let span = info_span!("partition", index = k);
         let _g = span.enter();
-        progress(Progress::Phase { partition: k, phase: "synthesis" });
+        progress(Progress::Phase {
+            partition: k,
+            phase: "synthesis",
+        });
         let t = Instant::now();
-        let asg = info_span!("synthesis").in_scope(|| job.circuit.synthesize()).map_err(|e| {
-            match e {
-                Error::Synthesis { reason, .. } => Error::Synthesis { partition: k, reason },
+        let asg = info_span!("synthesis")
+            .in_scope(|| job.circuit.synthesize())
+            .map_err(|e| match e {
+                Error::Synthesis { reason, .. } => Error::Synthesis {
+                    partition: k,
+                    reason,
+                },
                 other => other,
-            }
-        })?;
+            })?;
         timings.synthesis += t.elapsed();
         if asg.public_inputs() != job.public_inputs.as_slice() {
             return Err(Error::InvalidRequest(format!(
@@ -169,14 +175,21 @@ pub fn prove_plan(
             Randomness::Fixed(r, s) => (r, s),
             Randomness::Random => (Scalar::random(&mut rng), Scalar::random(&mut rng)),
         };
-        progress(Progress::Phase { partition: k, phase: "prove" });
+        progress(Progress::Phase {
+            partition: k,
+            phase: "prove",
+        });
         let t = Instant::now();
         let proof = backend.prove(srs, asg, r, s, k)?;
         timings.prove += t.elapsed();
         if opts.verify {
-            progress(Progress::Phase { partition: k, phase: "verify" });
+            progress(Progress::Phase {
+                partition: k,
+                phase: "verify",
+            });
             let t = Instant::now();
-            let ok = info_span!("verify").in_scope(|| verify_proof(&srs.pvk, &proof, &job.public_inputs));
+            let ok = info_span!("verify")
+                .in_scope(|| verify_proof(&srs.pvk, &proof, &job.public_inputs));
             timings.verify += t.elapsed();
             if !matches!(ok, Ok(true)) {
                 return Err(Error::VerificationFailed {
@@ -245,9 +258,16 @@ pub fn verify(store: &SrsStore, request: &ProofRequest, proof_bytes: &[u8]) -> R
         )));
     }
     let srs = store.get_by_identifier(request.proof, &plan.params_identifier)?;
-    for (job, chunk) in plan.partitions.iter().zip(proof_bytes.chunks(PARTITION_PROOF_BYTES)) {
+    for (job, chunk) in plan
+        .partitions
+        .iter()
+        .zip(proof_bytes.chunks(PARTITION_PROOF_BYTES))
+    {
         let proof = Proof::<Bls12>::read(chunk).map_err(|e| {
-            Error::InvalidRequest(format!("partition {} proof is not a valid encoding: {e}", job.index))
+            Error::InvalidRequest(format!(
+                "partition {} proof is not a valid encoding: {e}",
+                job.index
+            ))
         })?;
         if !matches!(verify_proof(&srs.pvk, &proof, &job.public_inputs), Ok(true)) {
             return Ok(false);

@@ -144,9 +144,8 @@ fn hex_list(v: &[String]) -> Result<Vec<Vec<u8>>> {
     v.iter()
         .enumerate()
         .map(|(i, s)| {
-            hex::decode(s).map_err(|e| {
-                Error::InvalidRequest(format!("vanilla_proofs[{i}] is not hex: {e}"))
-            })
+            hex::decode(s)
+                .map_err(|e| Error::InvalidRequest(format!("vanilla_proofs[{i}] is not hex: {e}")))
         })
         .collect()
 }
@@ -157,7 +156,10 @@ impl ProofRequest {
         let ok = matches!(
             (&inputs, proof.kind),
             (ProofInputs::Porep { .. }, ProofKind::PorepC2)
-                | (ProofInputs::Post(_), ProofKind::WinningPost | ProofKind::WindowPost)
+                | (
+                    ProofInputs::Post(_),
+                    ProofKind::WinningPost | ProofKind::WindowPost
+                )
                 | (ProofInputs::Snap(_), ProofKind::SnapDeals)
         );
         if !ok {
@@ -314,15 +316,32 @@ mod tests {
     fn bad_files_are_clear_errors() {
         let cases: &[(&str, &str)] = &[
             (r#"{"kind":"window-post"}"#, "registered_proof"),
-            (r#"{"kind":"window-post","registered_proof":10,"randomness":"00","prover_id":"00"}"#, "32 bytes"),
-            (r#"{"kind":"porep-c2","registered_proof":5,"sector_size":8388608,"c1_output":{}}"#, "does not match"),
+            (
+                r#"{"kind":"window-post","registered_proof":10,"randomness":"00","prover_id":"00"}"#,
+                "32 bytes",
+            ),
+            (
+                r#"{"kind":"porep-c2","registered_proof":5,"sector_size":8388608,"c1_output":{}}"#,
+                "does not match",
+            ),
             (r#"{"kind":"porep-c2","registered_proof":5}"#, "c1_output"),
-            (r#"{"kind":"snap-deals","registered_proof":0,"comm_r_old":"zz"}"#, "not hex"),
-            (r#"{"kind":"winning-post","registered_proof":0,"randomness":"0000000000000000000000000000000000000000000000000000000000000000","prover_id":"0000000000000000000000000000000000000000000000000000000000000000","vanilla_proofs":[]}"#, "empty"),
-            (r#"{"kind":"porep-c2","registered_proof":5,"c1_output":{}"#, "request JSON"),
+            (
+                r#"{"kind":"snap-deals","registered_proof":0,"comm_r_old":"zz"}"#,
+                "not hex",
+            ),
+            (
+                r#"{"kind":"winning-post","registered_proof":0,"randomness":"0000000000000000000000000000000000000000000000000000000000000000","prover_id":"0000000000000000000000000000000000000000000000000000000000000000","vanilla_proofs":[]}"#,
+                "empty",
+            ),
+            (
+                r#"{"kind":"porep-c2","registered_proof":5,"c1_output":{}"#,
+                "request JSON",
+            ),
         ];
         for (json, want) in cases {
-            let e = ProofRequest::from_json(json.as_bytes()).unwrap_err().to_string();
+            let e = ProofRequest::from_json(json.as_bytes())
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(want), "{json}: {e}");
         }
     }

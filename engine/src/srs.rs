@@ -169,7 +169,10 @@ impl SrsStore {
     }
 }
 
-fn write_atomic(path: &Path, f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>) -> Result<()> {
+fn write_atomic(
+    path: &Path,
+    f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> Result<()> {
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     let res = (|| {
         let mut w = BufWriter::with_capacity(1 << 22, File::create(&tmp)?);
@@ -223,7 +226,11 @@ pub fn load(path: &Path, proof: RegisteredProof) -> Result<Srs> {
     }
     let pvk = prepare_verifying_key(&params.vk);
     let load_time = t0.elapsed();
-    tracing::info!(bytes = file_bytes, ms = load_time.as_millis() as u64, "parameters loaded");
+    tracing::info!(
+        bytes = file_bytes,
+        ms = load_time.as_millis() as u64,
+        "parameters loaded"
+    );
     Ok(Srs {
         params,
         pvk,

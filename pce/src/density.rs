@@ -23,7 +23,7 @@ impl Density {
 
     /// Appends one variable, not (yet) used.
     pub fn push_unset(&mut self) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         self.len += 1;

@@ -231,7 +231,9 @@ mod tests {
             cs: &mut CS,
         ) -> std::result::Result<(), SynthesisError> {
             let x = AllocatedNum::alloc(cs.namespace(|| "x"), || {
-                self.0.map(Scalar::from).ok_or(SynthesisError::AssignmentMissing)
+                self.0
+                    .map(Scalar::from)
+                    .ok_or(SynthesisError::AssignmentMissing)
             })?;
             let x2 = x.square(cs.namespace(|| "x2"))?;
             let x3 = x2.mul(cs.namespace(|| "x3"), &x)?;

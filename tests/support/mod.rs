@@ -12,7 +12,9 @@ use cuzk::{ProofKind, RegisteredProof, SectorSize, SrsStore};
 pub fn params_dir() -> PathBuf {
     std::env::var_os("CUZK_TEST_PARAMS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/cuzk-test-params"))
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/cuzk-test-params")
+        })
 }
 
 /// A store over the shared directory with `kind`'s 2 KiB parameters present.

@@ -110,16 +110,18 @@ pub struct ProofPlan {
 #[tracing::instrument(skip_all, fields(kind = %request.proof.kind, size = %request.proof.sector_size))]
 pub fn plan(request: &ProofRequest) -> Result<ProofPlan> {
     let proof = request.proof;
-    catch_panic("building circuits", || match (&request.inputs, proof.kind) {
-        (ProofInputs::Porep { c1_json }, ProofKind::PorepC2) => porep::plan(proof, c1_json),
-        (ProofInputs::Post(post), ProofKind::WinningPost | ProofKind::WindowPost) => {
-            post::plan(proof, post)
+    catch_panic("building circuits", || {
+        match (&request.inputs, proof.kind) {
+            (ProofInputs::Porep { c1_json }, ProofKind::PorepC2) => porep::plan(proof, c1_json),
+            (ProofInputs::Post(post), ProofKind::WinningPost | ProofKind::WindowPost) => {
+                post::plan(proof, post)
+            }
+            (ProofInputs::Snap(snap), ProofKind::SnapDeals) => snap::plan(proof, snap),
+            (inputs, kind) => Err(Error::InvalidRequest(format!(
+                "a {kind} request cannot carry {} inputs",
+                inputs.describe()
+            ))),
         }
-        (ProofInputs::Snap(snap), ProofKind::SnapDeals) => snap::plan(proof, snap),
-        (inputs, kind) => Err(Error::InvalidRequest(format!(
-            "a {kind} request cannot carry {} inputs",
-            inputs.describe()
-        ))),
     })
 }
 

@@ -62,9 +62,15 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
         })?;
     let partitions = usize::from(config.partitions);
     check_shape(&c1, partitions, proof)?;
-    for (what, v) in [("comm_d", &c1.comm_d), ("comm_r", &c1.comm_r), ("seed", &c1.seed)] {
+    for (what, v) in [
+        ("comm_d", &c1.comm_d),
+        ("comm_r", &c1.comm_r),
+        ("seed", &c1.seed),
+    ] {
         if *v == [0u8; 32] {
-            return Err(Error::InvalidRequest(format!("C1 output has an all-zero {what}")));
+            return Err(Error::InvalidRequest(format!(
+                "C1 output has an all-zero {what}"
+            )));
         }
     }
     let pub_in = stacked::PublicInputs::<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain> {
@@ -88,17 +94,16 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
     .map_err(Error::filecoin)?;
     let mut jobs = Vec::with_capacity(partitions);
     for (k, vanilla) in c1.vanilla_proofs.iter().enumerate() {
-        let public_inputs =
-            StackedCompound::<Tree, DefaultPieceHasher>::generate_public_inputs(
-                &pub_in,
-                &pp.vanilla_params,
-                Some(k),
-            )
-            .map_err(Error::filecoin)?;
+        let public_inputs = StackedCompound::<Tree, DefaultPieceHasher>::generate_public_inputs(
+            &pub_in,
+            &pp.vanilla_params,
+            Some(k),
+        )
+        .map_err(Error::filecoin)?;
         let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             _,
-        >>::circuit(&pub_in, Default::default(), vanilla, &pp.vanilla_params, Some(k))
+        >>::circuit(&pub_in, (), vanilla, &pp.vanilla_params, Some(k))
         .map_err(Error::filecoin)?;
         jobs.push(PartitionJob {
             index: k,
@@ -123,7 +128,9 @@ fn check_shape<Tree: MerkleTreeTrait>(
     proof: RegisteredProof,
 ) -> Result<()> {
     if c1.vanilla_proofs.is_empty() {
-        return Err(Error::InvalidRequest("C1 output contains no vanilla proofs".into()));
+        return Err(Error::InvalidRequest(
+            "C1 output contains no vanilla proofs".into(),
+        ));
     }
     if c1.vanilla_proofs.len() != partitions {
         return Err(Error::InvalidRequest(format!(

@@ -6,9 +6,9 @@ use blstrs::Bls12;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{
     parameters::{window_post_setup_params, winning_post_setup_params},
-    partition_vanilla_proofs, single_partition_vanilla_proofs, FallbackPoStSectorProof,
-    PoStConfig, PoStType, WINDOW_POST_CHALLENGE_COUNT, WINDOW_POST_SECTOR_COUNT,
-    WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
+    partition_vanilla_proofs, single_partition_vanilla_proofs, FallbackPoStSectorProof, PoStConfig,
+    PoStType, WINDOW_POST_CHALLENGE_COUNT, WINDOW_POST_SECTOR_COUNT, WINNING_POST_CHALLENGE_COUNT,
+    WINNING_POST_SECTOR_COUNT,
 };
 use storage_proofs_core::{
     compound_proof::{self, CompoundProof},
@@ -39,7 +39,9 @@ pub fn config(proof: RegisteredProof) -> Result<PoStConfig> {
                 .map_err(|_| Error::Filecoin("WINDOW_POST_SECTOR_COUNT lock poisoned".into()))?
                 .get(&bytes)
                 .copied()
-                .ok_or_else(|| Error::InvalidRequest(format!("no WindowPoSt for {bytes}-byte sectors")))?;
+                .ok_or_else(|| {
+                    Error::InvalidRequest(format!("no WindowPoSt for {bytes}-byte sectors"))
+                })?;
             (PoStType::Window, WINDOW_POST_CHALLENGE_COUNT, count)
         }
         other => {
@@ -94,7 +96,9 @@ pub fn decode_sector_proofs<Tree: MerkleTreeTrait>(
     raw: &[Vec<u8>],
 ) -> Result<Vec<FallbackPoStSectorProof<Tree>>> {
     if raw.is_empty() {
-        return Err(Error::InvalidRequest("the vanilla proof list is empty".into()));
+        return Err(Error::InvalidRequest(
+            "the vanilla proof list is empty".into(),
+        ));
     }
     raw.iter()
         .enumerate()
@@ -120,15 +124,17 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
             comm_r: p.comm_r,
         })
         .collect();
-    let randomness: <Tree::Hasher as Hasher>::Domain = safe_domain(&inputs.randomness, "randomness")?;
+    let randomness: <Tree::Hasher as Hasher>::Domain =
+        safe_domain(&inputs.randomness, "randomness")?;
     let prover_id: <Tree::Hasher as Hasher>::Domain = safe_domain(&inputs.prover_id, "prover_id")?;
     let setup = compound_proof::SetupParams {
         vanilla_params: vanilla_setup(&config)?,
         partitions: None,
         priority: false,
     };
-    let pp = <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::setup(&setup)
-        .map_err(Error::filecoin)?;
+    let pp =
+        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::setup(&setup)
+            .map_err(Error::filecoin)?;
     let vp = &pp.vanilla_params;
 
     // (public inputs for the verifier, public inputs for the circuit, partition index, vanilla)
@@ -149,14 +155,21 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
             }
             // The verifier (filecoin-proofs' verify_winning_post) lists the sector once per
             // challenge slot, so each slot derives its own challenge.
-            let repeated: Vec<_> = (0..vp.sector_count).flat_map(|_| sectors.iter().cloned()).collect();
+            let repeated: Vec<_> = (0..vp.sector_count)
+                .flat_map(|_| sectors.iter().cloned())
+                .collect();
             let verifier_in = fallback::PublicInputs {
                 randomness,
                 prover_id,
                 sectors: repeated,
                 k: None,
             };
-            let pub_in = fallback::PublicInputs { randomness, prover_id, sectors, k: None };
+            let pub_in = fallback::PublicInputs {
+                randomness,
+                prover_id,
+                sectors,
+                k: None,
+            };
             let proofs = partition_vanilla_proofs(&config, vp, &pub_in, 1, &vanilla)
                 .map_err(Error::filecoin)?;
             for (k, p) in proofs.into_iter().enumerate() {
@@ -165,7 +178,12 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
         }
         (PoStType::Window, None) => {
             let n = vanilla.len().div_ceil(config.sector_count);
-            let pub_in = fallback::PublicInputs { randomness, prover_id, sectors, k: None };
+            let pub_in = fallback::PublicInputs {
+                randomness,
+                prover_id,
+                sectors,
+                k: None,
+            };
             let proofs = partition_vanilla_proofs(&config, vp, &pub_in, n, &vanilla)
                 .map_err(Error::filecoin)?;
             for (k, p) in proofs.into_iter().enumerate() {
@@ -209,24 +227,31 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
 
     let mut jobs = Vec::with_capacity(parts.len());
     for (verifier_in, circuit_in, verifier_k, circuit_k, vanilla_proof) in parts {
-        let public_inputs =
-            FallbackPoStCompound::<Tree>::generate_public_inputs(&verifier_in, vp, Some(verifier_k))
-                .map_err(Error::filecoin)?;
-        let circuit = <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
-            &circuit_in,
-            Default::default(),
-            &vanilla_proof,
+        let public_inputs = FallbackPoStCompound::<Tree>::generate_public_inputs(
+            &verifier_in,
             vp,
-            Some(circuit_k),
+            Some(verifier_k),
         )
         .map_err(Error::filecoin)?;
+        let circuit =
+            <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
+                &circuit_in,
+                Default::default(),
+                &vanilla_proof,
+                vp,
+                Some(circuit_k),
+            )
+            .map_err(Error::filecoin)?;
         jobs.push(PartitionJob {
             index: jobs.len(),
             public_inputs,
             circuit: Box::new(CircuitBox(circuit)),
         });
     }
-    let identifier = <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(vp);
+    let identifier = <FallbackPoStCompound<Tree> as CacheableParameters<
+        FallbackPoStCircuit<Tree>,
+        _,
+    >>::cache_identifier(vp);
     Ok(ProofPlan {
         proof,
         params_identifier: identifier,

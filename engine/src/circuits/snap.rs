@@ -10,8 +10,8 @@ use storage_proofs_core::{
     parameter_cache::CacheableParameters,
 };
 use storage_proofs_update::{
-    constants::TreeRHasher, EmptySectorUpdate, EmptySectorUpdateCircuit,
-    EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams, SetupParams,
+    constants::TreeRHasher, EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound,
+    PartitionProof, PublicInputs, PublicParams, SetupParams,
 };
 
 use super::{safe_domain, with_shape, CircuitBox, PartitionJob, ProofPlan};
@@ -64,7 +64,9 @@ pub fn decode_partition_proofs<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
     raw: &[Vec<u8>],
 ) -> Result<Vec<PartitionProof<Tree>>> {
     if raw.is_empty() {
-        return Err(Error::InvalidRequest("the vanilla proof list is empty".into()));
+        return Err(Error::InvalidRequest(
+            "the vanilla proof list is empty".into(),
+        ));
     }
     raw.iter()
         .enumerate()
@@ -105,21 +107,20 @@ fn plan_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         partitions: Some(partitions),
         priority: false,
     };
-    let pp = <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::setup(&setup)
-        .map_err(Error::filecoin)?;
+    let pp = <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::setup(
+        &setup,
+    )
+    .map_err(Error::filecoin)?;
     let vp = &pp.vanilla_params;
     let mut jobs = Vec::with_capacity(partitions);
     for (k, p) in vanilla.iter().enumerate() {
         let public_inputs =
             EmptySectorUpdateCompound::<Tree>::generate_public_inputs(&pub_in, vp, Some(k))
                 .map_err(Error::filecoin)?;
-        let circuit = <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
-            &pub_in,
-            Default::default(),
-            p,
-            vp,
-            Some(k),
-        )
+        let circuit = <EmptySectorUpdateCompound<Tree> as CompoundProof<
+            EmptySectorUpdate<Tree>,
+            _,
+        >>::circuit(&pub_in, (), p, vp, Some(k))
         .map_err(Error::filecoin)?;
         jobs.push(PartitionJob {
             index: k,

@@ -59,7 +59,8 @@ impl Backend for CpuBackend {
             .map_err(|e| err("L", e))?;
         let n_in = input.len();
         let a_sum = info_span!("msm_a", partition).in_scope(|| -> Result<_> {
-            let a_in = msm_g1(&p.a[..n_in], &input, Selection::All).map_err(|e| err("A inputs", e))?;
+            let a_in =
+                msm_g1(&p.a[..n_in], &input, Selection::All).map_err(|e| err("A inputs", e))?;
             let a_aux = msm_g1(&p.a[n_in..], &aux, Selection::Dense(&a_aux_density))
                 .map_err(|e| err("A aux", e))?;
             Ok(a_in + a_aux)

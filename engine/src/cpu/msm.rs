@@ -66,9 +66,9 @@ fn split<B, P: Copy>(
                 continue;
             }
         }
-        let base = bases.get(next_base).ok_or_else(|| {
-            format!("{} bases are too few for the selected scalars", bases.len())
-        })?;
+        let base = bases
+            .get(next_base)
+            .ok_or_else(|| format!("{} bases are too few for the selected scalars", bases.len()))?;
         next_base += 1;
         if bool::from(scalar.is_zero()) {
             continue;
@@ -103,7 +103,10 @@ fn narrow(bytes: &[u8], from: usize, to: usize) -> Vec<u8> {
     if to == from {
         return bytes.to_vec();
     }
-    bytes.chunks(from).flat_map(|c| c[..to].iter().copied()).collect()
+    bytes
+        .chunks(from)
+        .flat_map(|c| c[..to].iter().copied())
+        .collect()
 }
 
 fn g1_from_raw(p: &blst_p1) -> G1Projective {
@@ -158,7 +161,11 @@ mod tests {
     use rand_core::{RngCore, SeedableRng};
 
     fn naive(bases: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
-        bases.iter().zip(scalars).map(|(b, s)| G1Projective::from(b) * s).sum()
+        bases
+            .iter()
+            .zip(scalars)
+            .map(|(b, s)| G1Projective::from(b) * s)
+            .sum()
     }
 
     fn scalar_mix(rng: &mut ChaCha8Rng, n: usize) -> Vec<Scalar> {
@@ -214,9 +221,15 @@ mod tests {
     fn g2_matches_naive() {
         let mut rng = ChaCha8Rng::seed_from_u64(13);
         let n = 70;
-        let bases: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut rng).into()).collect();
+        let bases: Vec<G2Affine> = (0..n)
+            .map(|_| G2Projective::random(&mut rng).into())
+            .collect();
         let scalars = scalar_mix(&mut rng, n);
-        let want: G2Projective = bases.iter().zip(&scalars).map(|(b, s)| G2Projective::from(b) * s).sum();
+        let want: G2Projective = bases
+            .iter()
+            .zip(&scalars)
+            .map(|(b, s)| G2Projective::from(b) * s)
+            .sum();
         assert_eq!(msm_g2(&bases, &scalars, Selection::All).unwrap(), want);
     }
 }

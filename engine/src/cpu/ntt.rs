@@ -99,7 +99,9 @@ fn transform(a: &mut [Scalar], tw: &[Scalar], log_m: u32) {
                 });
         } else {
             // few large blocks: split each block's butterflies across threads
-            let piece = (half / (rayon::current_num_threads() * 4)).max(1024).min(half);
+            let piece = (half / (rayon::current_num_threads() * 4))
+                .max(1024)
+                .min(half);
             for blk in a.chunks_mut(block) {
                 let (lo, hi) = blk.split_at_mut(half);
                 lo.par_chunks_mut(piece)
@@ -166,7 +168,11 @@ fn scale_by_powers(a: &mut [Scalar], g: Scalar, c: Scalar) {
 /// Returns `m - 1` coefficients: the degree of h is at most `m - 2`, and bellperson's H query
 /// has exactly `m - 1` points.
 #[tracing::instrument(level = "debug", skip_all, fields(n = a.len()))]
-pub fn compute_h(mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>) -> Result<Vec<Scalar>> {
+pub fn compute_h(
+    mut a: Vec<Scalar>,
+    mut b: Vec<Scalar>,
+    mut c: Vec<Scalar>,
+) -> Result<Vec<Scalar>> {
     let domain = Domain::for_size(a.len())?;
     let m = domain.m;
     for v in [&mut a, &mut b, &mut c] {
@@ -226,7 +232,11 @@ mod tests {
             let mut v = coeffs.clone();
             tw.fft(&mut v);
             for i in [0, m / 2, m - 1] {
-                assert_eq!(v[i], naive_eval(&coeffs, d.omega.pow_vartime([i as u64])), "m={m} i={i}");
+                assert_eq!(
+                    v[i],
+                    naive_eval(&coeffs, d.omega.pow_vartime([i as u64])),
+                    "m={m} i={i}"
+                );
             }
             tw.ifft(&mut v);
             assert_eq!(v, coeffs, "ifft(fft(x)) != x at m={m}");
