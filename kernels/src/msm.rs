@@ -233,6 +233,15 @@ impl GpuDevice {
         let n32 = n as u32;
         let [k_scalars, k_hist, k_scan, k_scatter, k_acc, k_seg, k_sum] = C::KERNELS;
         let stream = self.stream().clone();
+        let profile = std::env::var_os("CUZK_MSM_PROFILE").is_some();
+        let mut last = std::time::Instant::now();
+        let mut mark = |phase: &str| {
+            if profile {
+                let _ = stream.synchronize();
+                eprintln!("msm {} n={n} c={c} {phase}: {:.2?}", C::NAME, last.elapsed());
+                last = std::time::Instant::now();
+            }
+        };
         let alloc_u32 = |len: usize| -> Result<CudaSlice<u32>> {
             stream.alloc_zeros::<u32>(len).map_err(self.drv("allocating MSM scratch"))
         };
@@ -250,6 +259,7 @@ impl GpuDevice {
         // SAFETY: (const Fr* in, Fr* out, u32 n), both of length n.
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
 
+        mark("scalars");
         // 2. histogram of bucket sizes
         let mut counts = alloc_u32(nbuckets)?;
         let f = self.function(&C::MODULE, k_hist)?;
@@ -258,6 +268,7 @@ impl GpuDevice {
         // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32* counts[nw * 2^(c-1)]).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_histogram"))?;
 
+        mark("histogram");
         // 3. offsets
         let mut offsets = alloc_u32(nbuckets + 1)?;
         let mut cursor = alloc_u32(nbuckets)?;
@@ -270,6 +281,7 @@ impl GpuDevice {
             .map_err(self.drv("launching msm_scan"))?;
         drop(counts);
 
+        mark("scan");
         // 4. bucket lists
         let mut sorted = alloc_u32(n * nw as usize)?;
         let f = self.function(&C::MODULE, k_scatter)?;
@@ -281,6 +293,7 @@ impl GpuDevice {
         drop(cursor);
         drop(canon);
 
+        mark("scatter");
         // 5. bucket sums
         let mut buckets = alloc_xyzz(nbuckets)?;
         let f = self.function(&C::MODULE, k_acc)?;
@@ -292,6 +305,7 @@ impl GpuDevice {
         drop(sorted);
         drop(offsets);
 
+        mark("accumulate");
         // 6. weighted window sums per segment
         let seg = (nbuckets / 65536).next_power_of_two().clamp(1, nb);
         let mut per_window = nb / seg;
@@ -305,6 +319,7 @@ impl GpuDevice {
         unsafe { l.launch(cfg(nsegs, 128)) }.map_err(self.drv("launching msm_segments"))?;
         drop(buckets);
 
+        mark("segments");
         // 7. tree reduction inside each window
         let f = self.function(&C::MODULE, k_sum)?;
         while per_window > 8 {
@@ -320,6 +335,7 @@ impl GpuDevice {
             per_window /= group;
         }
 
+        mark("reduce");
         // 8. host: finish each window and combine with Horner's rule
         let limbs = stream.clone_dtoh(&level).map_err(self.drv("copying MSM windows to the host"))?;
         self.synchronize()?;
@@ -333,6 +349,7 @@ impl GpuDevice {
                 acc += C::from_xyzz(&limbs[at..at + C::XYZZ_LIMBS]);
             }
         }
+        mark("host");
         Ok(acc)
     }
 }

@@ -1,0 +1,125 @@
+//! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
+//! and cuzk's targets (docs/benchmarks.md records the results).
+//!
+//! Usage: `kernels_bench [--quick]` on a GPU machine. Times are medians of several runs after
+//! a warm-up, each run ending with a device synchronisation. MSM times are with bases and
+//! scalars already on the device; the "+ H2D" column adds uploading scalars from the host.
+//! Points: 2^22 distinct random G1 points (2^20 for G2), repeated to fill larger sizes.
+
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use cuzk_kernels::testdata::{g1_points, g2_points, scalars};
+use cuzk_kernels::{GpuDevice, NttKind};
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn time<F: FnMut()>(runs: usize, mut f: F) -> Duration {
+    f(); // warm-up (also compiles or loads the kernels)
+    median((0..runs).map(|_| {
+        let t = Instant::now();
+        f();
+        t.elapsed()
+    }).collect())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let dev = GpuDevice::open(0)?;
+    println!("# cuzk-kernels bench on {} ({}, PCI {}, {} GiB)", dev.name(), dev.arch(), dev.pci_id(), dev.total_memory() >> 30);
+    let runs = if quick { 3 } else { 5 };
+
+    println!("\n## Fr NTT (forward, data on the device)");
+    println!("| size | cuzk ms | sppark ms | target ms |");
+    println!("|---|---|---|---|");
+    let max_ntt = if quick { 24 } else { 27 };
+    let data = scalars(1, 1 << max_ntt);
+    for log in 20..=max_ntt {
+        let mut buf = dev.upload(&data[..1 << log])?;
+        let t = time(runs, || {
+            dev.ntt(&mut buf, NttKind::Forward).expect("ntt");
+            dev.synchronize().expect("sync");
+        });
+        let sppark = match log {
+            20 => "0.26",
+            24 => "4.42",
+            27 => "42.3",
+            _ => "",
+        };
+        let target = if log == 27 { "35" } else { "" };
+        println!("| 2^{log} | {:.2} | {sppark} | {target} |", ms(t));
+    }
+    drop(data);
+
+    println!("\n## G1 MSM (bases on the device)");
+    println!("| size | cuzk ms | + H2D of scalars ms | sppark ms | target ms |");
+    println!("|---|---|---|---|---|");
+    let max_g1 = if quick { 22 } else { 26 };
+    let uniq = g1_points(2, 1 << 22.min(max_g1));
+    let mut pts = Vec::with_capacity(1 << max_g1);
+    while pts.len() < 1 << max_g1 {
+        pts.extend_from_slice(&uniq[..uniq.len().min((1 << max_g1) - pts.len())]);
+    }
+    let bases = dev.upload_g1_bases(&pts)?;
+    drop(pts);
+    let sc = scalars(3, 1 << max_g1);
+    for log in 20..=max_g1 {
+        let n = 1usize << log;
+        let dsc = dev.upload(&sc[..n])?;
+        let t = time(runs.min(3), || {
+            dev.msm_g1_device(&bases, 0..n, &dsc).expect("msm");
+        });
+        let th = time(1, || {
+            dev.msm_g1(&bases, 0..n, &sc[..n]).expect("msm");
+        });
+        let sppark = match log {
+            20 => "22.3",
+            22 => "54.6",
+            24 => "162",
+            26 => "566",
+            _ => "",
+        };
+        let target = if log == 26 { "300" } else { "" };
+        println!("| 2^{log} | {:.1} | {:.1} | {sppark} | {target} |", ms(t), ms(th));
+    }
+    drop(bases);
+
+    println!("\n## G2 MSM (bases on the device)");
+    println!("| size | cuzk ms | + H2D of scalars ms | sppark ms | target ms |");
+    println!("|---|---|---|---|---|");
+    let max_g2 = if quick { 21 } else { 24 };
+    let uniq = g2_points(4, 1 << 20);
+    let mut pts = Vec::with_capacity(1 << max_g2);
+    while pts.len() < 1 << max_g2 {
+        pts.extend_from_slice(&uniq[..uniq.len().min((1 << max_g2) - pts.len())]);
+    }
+    let bases = dev.upload_g2_bases(&pts)?;
+    drop(pts);
+    for log in 20..=max_g2 {
+        let n = 1usize << log;
+        let dsc = dev.upload(&sc[..n])?;
+        let t = time(runs.min(3), || {
+            dev.msm_g2_device(&bases, 0..n, &dsc).expect("msm");
+        });
+        let th = time(1, || {
+            dev.msm_g2(&bases, 0..n, &sc[..n]).expect("msm");
+        });
+        let sppark = match log {
+            20 => "49.2",
+            22 => "140",
+            24 => "457",
+            _ => "",
+        };
+        let target = if log == 24 { "250" } else { "" };
+        println!("| 2^{log} | {:.1} | {:.1} | {sppark} | {target} |", ms(t), ms(th));
+    }
+    let _ = Scalar::from(0u64);
+    Ok(())
+}
