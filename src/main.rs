@@ -229,7 +229,7 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
                 } else {
                     Randomness::Random
                 },
-                verify: true,
+                ..Default::default()
             };
             let output = prove_with_progress(store, &request, &opts, &rep)?;
             rep.finish();

@@ -87,6 +87,7 @@ fn arbitrary_shapes_match_bellperson() {
         let opts = ProveOptions {
             randomness: Randomness::Fixed(r, s),
             verify: true,
+            ..Default::default()
         };
         let (ours, _) = prove_circuit(&srs, &CpuBackend, circuit, &opts).expect("cuzk");
         let (mut a, mut b) = (Vec::new(), Vec::new());

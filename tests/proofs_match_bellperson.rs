@@ -1,6 +1,7 @@
 //! For each proof kind at 2 KiB: our CPU proof with fixed r and s is byte-identical to
 //! bellperson 0.27's `create_proof` on the same circuit, verifies with the real verifier, and
-//! the same proof with one public input changed is rejected.
+//! the same proof with one public input changed is rejected. The proof through the PCE
+//! (the default) and through full synthesis are the same bytes.
 
 mod support;
 
@@ -16,10 +17,22 @@ fn check(kind: ProofKind) {
     let opts = ProveOptions {
         randomness: Randomness::Fixed(r, s),
         verify: true,
+        pce: true,
     };
     let ours = cuzk::prove(&store, &CpuBackend, request, &opts, &|_| {}).expect("cuzk proves");
     assert!(ours.verified);
     assert_eq!(ours.bytes.len(), 192 * ours.partitions.len());
+
+    let full = ProveOptions {
+        pce: false,
+        ..opts.clone()
+    };
+    let without_pce =
+        cuzk::prove(&store, &CpuBackend, request, &full, &|_| {}).expect("full synthesis proves");
+    assert_eq!(
+        ours.bytes, without_pce.bytes,
+        "{kind}: PCE and full synthesis give different proofs"
+    );
 
     let srs = store.get(request.proof).expect("params");
     let plan = circuits::plan(request).expect("plan");

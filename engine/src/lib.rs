@@ -8,6 +8,7 @@
 //! | [`request`] | requests and the input file format |
 //! | [`circuits`] | vanilla proofs -> per-partition circuits and public inputs |
 //! | [`srs`] | parameter files: load once, share, generate test sizes atomically |
+//! | [`recordings`] | the PCE store: recorded constraint systems, cached on disk |
 //! | [`prover`] | the backend trait, shape checks, final proof assembly |
 //! | [`cpu`] | the CPU backend: NTT for H, multi-threaded MSMs |
 //! | [`pipeline`] | one request end to end: plan, synthesise, prove, verify |
@@ -22,6 +23,7 @@ pub mod gen;
 pub mod kind;
 pub mod pipeline;
 pub mod prover;
+pub mod recordings;
 pub mod request;
 pub mod srs;
 

@@ -11,6 +11,7 @@ use tracing::info_span;
 use crate::circuits::{self, ProofPlan};
 use crate::error::{Error, Result};
 use crate::prover::Backend;
+use crate::recordings::PceStore;
 use crate::request::ProofRequest;
 use crate::srs::{Srs, SrsStore};
 
@@ -35,6 +36,9 @@ pub struct ProveOptions {
     /// Verify every partition proof before returning (default true). A proof that fails is
     /// an error, never an output.
     pub verify: bool,
+    /// Synthesise through the PCE (recorded constraints + witness-only synthesis + sparse
+    /// products) instead of full synthesis. Default true unless `CUZK_DISABLE_PCE=1`.
+    pub pce: bool,
 }
 
 impl Default for ProveOptions {
@@ -42,6 +46,7 @@ impl Default for ProveOptions {
         ProveOptions {
             randomness: Randomness::Random,
             verify: true,
+            pce: !crate::recordings::disabled_by_env(),
         }
     }
 }
@@ -127,7 +132,8 @@ pub fn prove(
     progress(Progress::SrsReady {
         load: timings.srs_load,
     });
-    let mut out = prove_plan(plan, &srs, backend, opts, progress, &mut timings)?;
+    let pce = opts.pce.then(|| store.pce());
+    let mut out = prove_plan(plan, &srs, pce, backend, opts, progress, &mut timings)?;
     timings.total = t0.elapsed();
     out.timings = timings;
     Ok(out)
@@ -137,12 +143,20 @@ pub fn prove(
 pub fn prove_plan(
     plan: ProofPlan,
     srs: &Srs,
+    pce: Option<&PceStore>,
     backend: &dyn Backend,
     opts: &ProveOptions,
     progress: &dyn Fn(Progress),
     timings: &mut Timings,
 ) -> Result<ProofOutput> {
     let mut rng = rand::rngs::OsRng;
+    let r1cs = match pce {
+        Some(store) => {
+            let identity = plan.shape_identity();
+            Some(store.get_or_record(&identity, plan.blank)?)
+        }
+        None => None,
+    };
     let n = plan.partitions.len();
     let mut proofs = Vec::with_capacity(n);
     let mut inputs = Vec::with_capacity(n);
@@ -156,8 +170,14 @@ pub fn prove_plan(
             phase: "synthesis",
         });
         let t = Instant::now();
-        let asg = info_span!("synthesis")
-            .in_scope(|| job.circuit.synthesize())
+        let asg = info_span!("synthesis", pce = r1cs.is_some())
+            .in_scope(|| match &r1cs {
+                Some(r1cs) => {
+                    let (input, aux) = info_span!("witness").in_scope(|| job.circuit.witness())?;
+                    Ok(info_span!("matvec").in_scope(|| cuzk_pce::evaluate(r1cs, input, aux))?)
+                }
+                None => job.circuit.synthesize(),
+            })
             .map_err(|e| match e {
                 Error::Synthesis { reason, .. } => Error::Synthesis {
                     partition: k,

@@ -19,6 +19,7 @@ use blstrs::Bls12;
 use crate::circuits;
 use crate::error::{Error, Result};
 use crate::kind::RegisteredProof;
+use crate::recordings::PceStore;
 
 /// filecoin-proofs' parameter file version prefix (`v28-...`).
 pub const PARAMS_VERSION: usize = storage_proofs_core::parameter_cache::VERSION;
@@ -76,15 +77,33 @@ type Slot = Arc<OnceLock<Arc<Srs>>>;
 pub struct SrsStore {
     dir: PathBuf,
     slots: Mutex<HashMap<String, Slot>>,
+    pce: PceStore,
 }
 
 impl SrsStore {
-    /// A store over `dir` (nothing is read yet).
+    /// A store over `dir` (nothing is read yet). Recorded circuits (PCE) are cached in
+    /// `$CUZK_PCE_CACHE`, else `<dir>/cuzk-pce`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        let pce_dir = std::env::var_os("CUZK_PCE_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| dir.join("cuzk-pce"));
         SrsStore {
-            dir: dir.into(),
+            dir,
             slots: Mutex::new(HashMap::new()),
+            pce: PceStore::new(Some(pce_dir)),
         }
+    }
+
+    /// Replaces the PCE store (e.g. another directory, or memory only with `None`).
+    pub fn with_pce_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.pce = PceStore::new(dir);
+        self
+    }
+
+    /// The recorded circuits shared by proofs using this store.
+    pub fn pce(&self) -> &PceStore {
+        &self.pce
     }
 
     /// The directory searched.

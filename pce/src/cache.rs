@@ -37,7 +37,8 @@ fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
 
 /// Serialises `r1cs` under `identity`.
 pub fn encode(r1cs: &R1cs, identity: &str) -> Vec<u8> {
-    let mut body = Vec::with_capacity(r1cs.coeffs.len() * 32 + r1cs.nnz() * 8 + r1cs.num_constraints() * 12);
+    let mut body =
+        Vec::with_capacity(r1cs.coeffs.len() * 32 + r1cs.nnz() * 8 + r1cs.num_constraints() * 12);
     for c in &r1cs.coeffs {
         body.extend_from_slice(&c.to_repr());
     }
@@ -103,7 +104,8 @@ impl<'a> Reader<'a> {
         Some(s)
     }
     fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        self.take(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
     fn u64(&mut self) -> Option<u64> {
         let b = self.take(8)?;
@@ -113,7 +115,11 @@ impl<'a> Reader<'a> {
     }
     fn u32s(&mut self, n: usize) -> Option<Vec<u32>> {
         let b = self.take(n.checked_mul(4)?)?;
-        Some(b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Some(
+            b.chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        )
     }
 }
 
@@ -130,7 +136,9 @@ pub fn decode(bytes: &[u8], identity: &str, path: &Path) -> Result<R1cs> {
     }
     let version = r.u32().ok_or_else(truncated)?;
     if version != VERSION {
-        return Err(bad(format!("format version {version}, this build reads {VERSION}")));
+        return Err(bad(format!(
+            "format version {version}, this build reads {VERSION}"
+        )));
     }
     let id_len = r.u32().ok_or_else(truncated)? as usize;
     let id = r.take(id_len).ok_or_else(truncated)?;
@@ -142,7 +150,8 @@ pub fn decode(bytes: &[u8], identity: &str, path: &Path) -> Result<R1cs> {
     }
     let mut dims = [0usize; 7];
     for d in &mut dims {
-        *d = usize::try_from(r.u64().ok_or_else(truncated)?).map_err(|_| bad("dimension overflow".into()))?;
+        *d = usize::try_from(r.u64().ok_or_else(truncated)?)
+            .map_err(|_| bad("dimension overflow".into()))?;
     }
     let [num_inputs, num_aux, rows, nnz_a, nnz_b, nnz_c, n_coeffs] = dims;
     let checksum = r.take(32).ok_or_else(truncated)?;
@@ -150,7 +159,9 @@ pub fn decode(bytes: &[u8], identity: &str, path: &Path) -> Result<R1cs> {
     let expect = n_coeffs
         .checked_mul(32)
         .and_then(|x| x.checked_add(3usize.checked_mul(rows.checked_add(1)?)?.checked_mul(4)?))
-        .and_then(|x| x.checked_add((nnz_a.checked_add(nnz_b)?.checked_add(nnz_c)?).checked_mul(8)?))
+        .and_then(|x| {
+            x.checked_add((nnz_a.checked_add(nnz_b)?.checked_add(nnz_c)?).checked_mul(8)?)
+        })
         .ok_or_else(|| bad("dimension overflow".into()))?;
     if body.len() != expect {
         return Err(bad(format!(
@@ -185,7 +196,10 @@ pub fn decode(bytes: &[u8], identity: &str, path: &Path) -> Result<R1cs> {
         let ok_cols = m.cols.iter().all(|&c| (c as u64) < cols_total);
         let ok_coeffs = m.coeff_idx.iter().all(|&c| (c as usize) < n_coeffs);
         if !(ok_ptr && ok_cols && ok_coeffs) {
-            return Err(bad("structure is inconsistent (row pointers, columns or coefficients out of range)".into()));
+            return Err(bad(
+                "structure is inconsistent (row pointers, columns or coefficients out of range)"
+                    .into(),
+            ));
         }
         mats.push(m);
     }

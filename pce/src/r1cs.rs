@@ -5,7 +5,6 @@ use blstrs::Scalar;
 
 use crate::density::Density;
 
-
 /// One sparse matrix in CSR form. Row `r` holds entries `row_ptr[r]..row_ptr[r+1]`; entry
 /// `k` is column `cols[k]` with coefficient `coeffs[coeff_idx[k]]` of the owning [`R1cs`].
 ///
@@ -79,7 +78,12 @@ impl R1cs {
 }
 
 /// Recomputes the density bit sets from the matrices (columns used in A; in B).
-pub fn densities(a: &Csr, b: &Csr, num_inputs: usize, num_aux: usize) -> (Density, Density, Density) {
+pub fn densities(
+    a: &Csr,
+    b: &Csr,
+    num_inputs: usize,
+    num_aux: usize,
+) -> (Density, Density, Density) {
     let mut a_aux = Density::new();
     let mut b_aux = Density::new();
     let mut b_in = Density::new();
@@ -106,4 +110,3 @@ pub fn densities(a: &Csr, b: &Csr, num_inputs: usize, num_aux: usize) -> (Densit
     }
     (a_aux, b_in, b_aux)
 }
-

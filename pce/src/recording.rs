@@ -101,7 +101,13 @@ impl RecordingCs {
             cols: m
                 .cols
                 .into_iter()
-                .map(|col| if col & INPUT_FLAG != 0 { col & !INPUT_FLAG } else { ni + col })
+                .map(|col| {
+                    if col & INPUT_FLAG != 0 {
+                        col & !INPUT_FLAG
+                    } else {
+                        ni + col
+                    }
+                })
                 .collect(),
             row_ptr: m.row_ptr,
             coeff_idx: m.coeff_idx,
@@ -150,7 +156,11 @@ impl ConstraintSystem<Scalar> for RecordingCs {
         Ok(Variable(Index::Aux(self.num_aux as usize - 1)))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, _f: F) -> std::result::Result<Variable, SynthesisError>
+    fn alloc_input<F, A, AR>(
+        &mut self,
+        _: A,
+        _f: F,
+    ) -> std::result::Result<Variable, SynthesisError>
     where
         F: FnOnce() -> std::result::Result<Scalar, SynthesisError>,
         A: FnOnce() -> AR,

@@ -73,7 +73,8 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     }
 
     fn extend(&mut self, other: &Self) {
-        self.input.extend_from_slice(other.input.get(1..).unwrap_or(&[]));
+        self.input
+            .extend_from_slice(other.input.get(1..).unwrap_or(&[]));
         self.aux.extend_from_slice(&other.aux);
     }
 }

@@ -12,24 +12,51 @@ use rand_core::SeedableRng;
 
 /// A chunk of work: squares and a public output, with a zero coefficient and a duplicated
 /// term in its linear combinations.
-fn chunk<CS: ConstraintSystem<Scalar>>(cs: &mut CS, x: Option<Scalar>, n: usize) -> Result<(), SynthesisError> {
-    let mut cur = AllocatedNum::alloc(cs.namespace(|| "x"), || x.ok_or(SynthesisError::AssignmentMissing))?;
+fn chunk<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    x: Option<Scalar>,
+    n: usize,
+) -> Result<(), SynthesisError> {
+    let mut cur = AllocatedNum::alloc(cs.namespace(|| "x"), || {
+        x.ok_or(SynthesisError::AssignmentMissing)
+    })?;
     for i in 0..n {
         let next = cur.square(cs.namespace(|| format!("sq{i}")))?;
         // (cur + cur - cur + 0*next) * 1 = cur : a zero coefficient and a merged duplicate
         cs.enforce(
             || format!("lin{i}"),
-            |lc| lc + cur.get_variable() + cur.get_variable() - cur.get_variable() + (Scalar::ZERO, next.get_variable()),
+            |lc| {
+                lc + cur.get_variable() + cur.get_variable() - cur.get_variable()
+                    + (Scalar::ZERO, next.get_variable())
+            },
             |lc| lc + CS::one(),
             |lc| lc + cur.get_variable(),
         );
         cur = next;
     }
-    let out = AllocatedNum::alloc_input(cs.namespace(|| "out"), || cur.get_value().ok_or(SynthesisError::AssignmentMissing))?;
-    cs.enforce(|| "out", |lc| lc + out.get_variable(), |lc| lc + CS::one(), |lc| lc + cur.get_variable());
+    let out = AllocatedNum::alloc_input(cs.namespace(|| "out"), || {
+        cur.get_value().ok_or(SynthesisError::AssignmentMissing)
+    })?;
+    cs.enforce(
+        || "out",
+        |lc| lc + out.get_variable(),
+        |lc| lc + CS::one(),
+        |lc| lc + cur.get_variable(),
+    );
     // a boolean-valued aux used in B
-    let bit = AllocatedNum::alloc(cs.namespace(|| "bit"), || Ok(if x.is_some() { Scalar::ONE } else { Scalar::ZERO }))?;
-    cs.enforce(|| "bool", |lc| lc + bit.get_variable(), |lc| lc + CS::one() - bit.get_variable(), |lc| lc);
+    let bit = AllocatedNum::alloc(cs.namespace(|| "bit"), || {
+        Ok(if x.is_some() {
+            Scalar::ONE
+        } else {
+            Scalar::ZERO
+        })
+    })?;
+    cs.enforce(
+        || "bool",
+        |lc| lc + bit.get_variable(),
+        |lc| lc + CS::one() - bit.get_variable(),
+        |lc| lc,
+    );
     Ok(())
 }
 
@@ -64,7 +91,11 @@ struct Plain(Option<Scalar>);
 impl Circuit<Scalar> for Plain {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         chunk(&mut cs.namespace(|| "a"), self.0, 40)?;
-        chunk(&mut cs.namespace(|| "b"), self.0.map(|v| v + Scalar::ONE), 5)
+        chunk(
+            &mut cs.namespace(|| "b"),
+            self.0.map(|v| v + Scalar::ONE),
+            5,
+        )
     }
 }
 
@@ -103,7 +134,10 @@ fn pce_matches_full_synthesis_with_extend() {
 fn witness_of_another_shape_is_refused() {
     let r1cs = record(Plain(None)).unwrap();
     let (inp, aux) = witness(Parts(vec![Some(Scalar::ONE); 2])).unwrap();
-    assert!(matches!(evaluate(&r1cs, inp, aux), Err(Error::ShapeMismatch(_))));
+    assert!(matches!(
+        evaluate(&r1cs, inp, aux),
+        Err(Error::ShapeMismatch(_))
+    ));
 }
 
 #[test]
@@ -132,5 +166,8 @@ fn pce_cache_round_trips_and_refuses_bad_files() {
     expect_err(&good, "test/other", "another circuit");
     expect_err(b"hello world, not a cache", "test/plain", "bad magic");
     let missing = dir.path().join("none.pce");
-    assert!(cache::load(&missing, "x").unwrap_err().to_string().contains("cannot read"));
+    assert!(cache::load(&missing, "x")
+        .unwrap_err()
+        .to_string()
+        .contains("cannot read"));
 }

@@ -14,7 +14,7 @@ pub mod snap;
 use bellpepper_core::Circuit;
 use bellperson::groth16::{self, Parameters};
 use blstrs::{Bls12, Scalar};
-use cuzk_pce::Assignment;
+use cuzk_pce::{Assignment, R1cs};
 
 use crate::error::{catch_panic, Error, Result};
 use crate::kind::{ProofKind, RegisteredProof};
@@ -51,6 +51,12 @@ pub trait PartitionCircuit: Send {
     /// Synthesises the circuit: witness, constraint evaluations and densities.
     fn synthesize(self: Box<Self>) -> Result<Assignment>;
 
+    /// Computes only the witness: `(inputs with ONE first, aux)`.
+    fn witness(self: Box<Self>) -> Result<(Vec<Scalar>, Vec<Scalar>)>;
+
+    /// Records the constraint structure (allocation closures are not run).
+    fn record(self: Box<Self>) -> Result<R1cs>;
+
     /// Proves the circuit with bellperson 0.27's `create_proof` and the given `r`, `s`.
     ///
     /// This is the reference implementation every cuzk backend must match byte for byte;
@@ -69,6 +75,14 @@ pub struct CircuitBox<C>(pub C);
 impl<C: Circuit<Scalar> + Send> PartitionCircuit for CircuitBox<C> {
     fn synthesize(self: Box<Self>) -> Result<Assignment> {
         catch_panic("circuit synthesis", || Ok(cuzk_pce::synthesize(self.0)?))
+    }
+
+    fn witness(self: Box<Self>) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
+        catch_panic("witness synthesis", || Ok(cuzk_pce::witness(self.0)?))
+    }
+
+    fn record(self: Box<Self>) -> Result<R1cs> {
+        catch_panic("circuit recording", || Ok(cuzk_pce::record(self.0)?))
     }
 
     fn prove_with_bellperson(
@@ -103,6 +117,22 @@ pub struct ProofPlan {
     pub params_identifier: String,
     /// Partitions, in index order; the proof is their concatenation.
     pub partitions: Vec<PartitionJob>,
+    /// A blank circuit of the same shape, for recording the constraint system (PCE).
+    pub blank: Box<dyn PartitionCircuit>,
+}
+
+impl ProofPlan {
+    /// The identity of the circuit shape: all partitions of all requests with the same
+    /// identity share one constraint structure.
+    pub fn shape_identity(&self) -> String {
+        format!(
+            "{}-{}-v{}-{}",
+            self.proof.kind,
+            self.proof.sector_size,
+            crate::srs::PARAMS_VERSION,
+            self.params_identifier
+        )
+    }
 }
 
 /// Builds the plan for a request: decodes its vanilla proofs, checks their shape, and builds

@@ -111,8 +111,13 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
             circuit: Box::new(CircuitBox(circuit)),
         });
     }
+    let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::blank_circuit(&pp.vanilla_params);
     Ok(ProofPlan {
         proof,
+        blank: Box::new(CircuitBox(blank)),
         params_identifier: config
             .get_cache_identifier::<Tree>()
             .map_err(Error::filecoin)?,

@@ -252,8 +252,11 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
         FallbackPoStCircuit<Tree>,
         _,
     >>::cache_identifier(vp);
+    let blank =
+        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::blank_circuit(vp);
     Ok(ProofPlan {
         proof,
+        blank: Box::new(CircuitBox(blank)),
         params_identifier: identifier,
         partitions: jobs,
     })

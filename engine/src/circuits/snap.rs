@@ -128,8 +128,10 @@ fn plan_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             circuit: Box::new(CircuitBox(circuit)),
         });
     }
+    let blank = <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::blank_circuit(vp);
     Ok(ProofPlan {
         proof,
+        blank: Box::new(CircuitBox(blank)),
         params_identifier: params_identifier(proof)?,
         partitions: jobs,
     })

@@ -1,0 +1,150 @@
+//! The PCE on real Filecoin circuits: for each kind at 2 KiB the recorded constraints plus
+//! witness-only synthesis give a, b, c, densities and assignments equal to full synthesis bit
+//! for bit (WindowPoSt synthesises its sectors in child systems joined with `extend`); the
+//! first proofs of a shape record it once even when they arrive together; damaged cache
+//! files are rebuilt, never used.
+
+mod support;
+
+use std::sync::Arc;
+
+use cuzk::{circuits, CpuBackend, ProofKind, ProveOptions, SrsStore};
+
+fn pce_equals_full(kind: ProofKind) {
+    let request = support::inputs().get(kind);
+    let full = circuits::plan(request).unwrap();
+    let pce = circuits::plan(request).unwrap();
+    let r1cs = pce.blank.record().expect("record");
+    for (f, p) in full.partitions.into_iter().zip(pce.partitions) {
+        let want = f.circuit.synthesize().expect("full synthesis");
+        let (input, aux) = p.circuit.witness().expect("witness");
+        let got = cuzk_pce::evaluate(&r1cs, input, aux).expect("evaluate");
+        assert_eq!(got.input, want.input, "{kind}: inputs");
+        assert_eq!(got.aux, want.aux, "{kind}: aux");
+        assert!(
+            got.a == want.a && got.b == want.b && got.c == want.c,
+            "{kind}: a/b/c"
+        );
+        assert_eq!(
+            got.a_aux_density, want.a_aux_density,
+            "{kind}: A aux density"
+        );
+        assert_eq!(
+            got.b_input_density, want.b_input_density,
+            "{kind}: B input density"
+        );
+        assert_eq!(
+            got.b_aux_density, want.b_aux_density,
+            "{kind}: B aux density"
+        );
+    }
+}
+
+#[test]
+fn pce_winning_post_equals_full_synthesis() {
+    pce_equals_full(ProofKind::WinningPost);
+}
+
+#[test]
+fn pce_window_post_with_extend_equals_full_synthesis() {
+    pce_equals_full(ProofKind::WindowPost);
+}
+
+#[test]
+fn pce_porep_equals_full_synthesis() {
+    pce_equals_full(ProofKind::PorepC2);
+}
+
+#[test]
+fn pce_snap_deals_equals_full_synthesis() {
+    pce_equals_full(ProofKind::SnapDeals);
+}
+
+#[test]
+fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
+    support::store_with(ProofKind::WindowPost);
+    let pce_dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf())),
+    );
+    let request = support::inputs().window_post.clone();
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let store = store.clone();
+            let request = request.clone();
+            std::thread::spawn(move || {
+                cuzk::prove(
+                    &store,
+                    &CpuBackend,
+                    &request,
+                    &ProveOptions::default(),
+                    &|_| {},
+                )
+                .map(|o| o.verified)
+            })
+        })
+        .collect();
+    for h in handles {
+        assert!(h.join().expect("thread").expect("proof"));
+    }
+    assert_eq!(
+        store.pce().recorded_count(),
+        1,
+        "four concurrent first proofs recorded once"
+    );
+
+    // A fresh process (store) loads the file instead of recording.
+    let files: Vec<_> = std::fs::read_dir(pce_dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pce"))
+        .collect();
+    assert_eq!(files.len(), 1);
+    let again =
+        SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf()));
+    cuzk::prove(
+        &again,
+        &CpuBackend,
+        &request,
+        &ProveOptions::default(),
+        &|_| {},
+    )
+    .unwrap();
+    assert_eq!(
+        (again.pce().loaded_count(), again.pce().recorded_count()),
+        (1, 0)
+    );
+
+    // Corrupt it: the next store records again (and the proof still verifies).
+    let mut bytes = std::fs::read(&files[0]).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0xff;
+    std::fs::write(&files[0], &bytes).unwrap();
+    let third =
+        SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf()));
+    let out = cuzk::prove(
+        &third,
+        &CpuBackend,
+        &request,
+        &ProveOptions::default(),
+        &|_| {},
+    )
+    .unwrap();
+    assert!(out.verified);
+    assert_eq!(
+        (third.pce().loaded_count(), third.pce().recorded_count()),
+        (0, 1)
+    );
+    // and the rebuilt file is good again
+    let fourth =
+        SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf()));
+    cuzk::prove(
+        &fourth,
+        &CpuBackend,
+        &request,
+        &ProveOptions::default(),
+        &|_| {},
+    )
+    .unwrap();
+    assert_eq!(fourth.pce().loaded_count(), 1);
+}
