@@ -7,7 +7,9 @@
 // Point operations are __noinline__: each is compiled once per curve, which keeps NVRTC's
 // compile time in seconds; a call costs little next to the dozen field products inside.
 
+#ifndef POINT_FN
 #define POINT_FN __device__ __noinline__
+#endif
 
 template <class F>
 struct Affine {

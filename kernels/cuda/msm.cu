@@ -5,12 +5,14 @@
 // buckets per window (digit d in [-2^(c-1), 2^(c-1)], bucket |d| - 1, zero digits skipped):
 //   msm_scalars     scalars from Montgomery form to canonical 256-bit integers
 //   msm_histogram   count points per (window, bucket)
-//   msm_scan        exclusive prefix sum of the counts (one block)
+//   msm_block_sums, msm_scan   exclusive prefix sum of the counts (two levels)
 //   msm_scatter     write (point index | sign << 31) into per-bucket lists
-//   msm_accumulate  one thread per bucket sums its affine points in XYZZ
+//   msm_parts, msm_part_bucket  split each bucket into parts of at most k entries
+//   msm_accumulate  one thread per part sums its affine points in XYZZ
+//   msm_combine     one thread per bucket sums its parts
 //   msm_segments    per window segment: running sums weighted by bucket index
 //   msm_sum_groups  sums consecutive groups of XYZZ points (tree reduction)
-//   msm_final       Horner over windows, writes one Jacobian point
+//   (host)          Horner over windows with blstrs
 
 #if defined(MSM_G1)
 typedef Fp PF;
@@ -70,15 +72,37 @@ extern "C" __global__ void MSM_NAME(msm_histogram)(const Fr* __restrict__ canon,
     }
 }
 
-// Exclusive scan of `len` counts into offsets[0..=len], and a copy into cursor[0..len).
-// One block of 1024 threads; each thread scans a contiguous chunk.
-extern "C" __global__ void MSM_NAME(msm_scan)(const u32* __restrict__ counts, u32 len, u32* __restrict__ offsets,
+// Block sums for a multi-block exclusive scan: block b sums counts[b*per_block, (b+1)*per_block).
+extern "C" __global__ void MSM_NAME(msm_block_sums)(const u32* __restrict__ counts, u32 len, u32 per_block,
+                                                    u32* __restrict__ sums) {
+    __shared__ u32 part[1024];
+    u32 begin = blockIdx.x * per_block;
+    u32 end = min(begin + per_block, len);
+    u32 local = 0;
+    for (u32 i = begin + threadIdx.x; i < end; i += blockDim.x) local += counts[i];
+    part[threadIdx.x] = local;
+    __syncthreads();
+    for (u32 off = blockDim.x / 2; off > 0; off >>= 1) {
+        if (threadIdx.x < off) part[threadIdx.x] += part[threadIdx.x + off];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) sums[blockIdx.x] = part[0];
+}
+
+// Exclusive scan: block b (1024 threads) handles counts[b*per_block, (b+1)*per_block) and adds
+// base[b] (or 0 when base is null). Writes offsets[i] for each i in its range, offsets[end]
+// (the total so far), and the same values into cursor (when not null).
+extern "C" __global__ void MSM_NAME(msm_scan)(const u32* __restrict__ counts, u32 len, u32 per_block,
+                                              const u32* __restrict__ base, u32* __restrict__ offsets,
                                               u32* __restrict__ cursor) {
     __shared__ u32 sums[1024];
     u32 t = threadIdx.x;
-    u32 chunk = (len + blockDim.x - 1) / blockDim.x;
-    u32 begin = min(t * chunk, len);
-    u32 end = min(begin + chunk, len);
+    u32 block_begin = blockIdx.x * per_block;
+    u32 block_end = min(block_begin + per_block, len);
+    u32 span = block_end > block_begin ? block_end - block_begin : 0;
+    u32 chunk = (span + blockDim.x - 1) / blockDim.x;
+    u32 begin = min(block_begin + t * chunk, block_end);
+    u32 end = min(begin + chunk, block_end);
     u32 local = 0;
     for (u32 i = begin; i < end; i++) local += counts[i];
     sums[t] = local;
@@ -90,13 +114,31 @@ extern "C" __global__ void MSM_NAME(msm_scan)(const u32* __restrict__ counts, u3
         sums[t] += v;
         __syncthreads();
     }
-    u32 run = sums[t] - local;
+    u32 b0 = base ? base[blockIdx.x] : 0;
+    u32 run = b0 + sums[t] - local;
     for (u32 i = begin; i < end; i++) {
         offsets[i] = run;
-        cursor[i] = run;
+        if (cursor) cursor[i] = run;
         run += counts[i];
     }
-    if (t == blockDim.x - 1) offsets[len] = sums[t];
+    if (t == blockDim.x - 1) offsets[block_end] = b0 + sums[t];
+}
+
+// Parts per bucket: a bucket of c entries is summed by max(1, ceil(c / k)) threads.
+extern "C" __global__ void MSM_NAME(msm_parts)(const u32* __restrict__ offsets, u32 nbuckets, u32 k,
+                                               u32* __restrict__ parts) {
+    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nbuckets) return;
+    u32 c = offsets[b + 1] - offsets[b];
+    parts[b] = max(1u, (c + k - 1) / k);
+}
+
+// part_bucket[p] = the bucket part p belongs to.
+extern "C" __global__ void MSM_NAME(msm_part_bucket)(const u32* __restrict__ part_offsets, u32 nbuckets,
+                                                     u32* __restrict__ part_bucket) {
+    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nbuckets) return;
+    for (u32 p = part_offsets[b]; p < part_offsets[b + 1]; p++) part_bucket[p] = b;
 }
 
 extern "C" __global__ void MSM_NAME(msm_scatter)(const Fr* __restrict__ canon, u32 n, u32 c, u32 nw,
@@ -116,21 +158,37 @@ extern "C" __global__ void MSM_NAME(msm_scatter)(const Fr* __restrict__ canon, u
     }
 }
 
-// One thread per bucket: buckets[b] = sum of its (possibly negated) affine points.
+// One thread per part: partial[p] = sum of at most k (possibly negated) affine points of
+// one bucket, so that a crowded bucket is shared by several threads.
 extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
-                                                    const u32* __restrict__ offsets, u32 nbuckets,
-                                                    PXyzz* __restrict__ buckets) {
+                                                    const u32* __restrict__ offsets,
+                                                    const u32* __restrict__ part_offsets,
+                                                    const u32* __restrict__ part_bucket, u32 nparts, u32 k,
+                                                    PXyzz* __restrict__ partial) {
+    u32 p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= nparts) return;
+    u32 b = part_bucket[p];
+    u32 begin = offsets[b] + (p - part_offsets[b]) * k;
+    u32 end = min(begin + k, offsets[b + 1]);
+    PXyzz acc = PXyzz::inf();
+    for (u32 i = begin; i < end; i++) {
+        u32 e = sorted[i];
+        PAffine q = bases[e & 0x7fffffffu];
+        if (e >> 31) q = neg(q);
+        xyzz_add_affine(acc, q);
+    }
+    partial[p] = acc;
+}
+
+// One thread per bucket: buckets[b] = sum of its parts.
+extern "C" __global__ void MSM_NAME(msm_combine)(const PXyzz* __restrict__ partial, const u32* __restrict__ part_offsets,
+                                                 u32 nbuckets, PXyzz* __restrict__ buckets) {
     u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nbuckets) return;
-    u32 begin = offsets[b];
-    u32 end = offsets[b + 1];
-    PXyzz acc = PXyzz::inf();
-    for (u32 k = begin; k < end; k++) {
-        u32 e = sorted[k];
-        PAffine p = bases[e & 0x7fffffffu];
-        if (e >> 31) p = neg(p);
-        xyzz_add_affine(acc, p);
-    }
+    u32 begin = part_offsets[b];
+    u32 end = part_offsets[b + 1];
+    PXyzz acc = partial[begin];
+    for (u32 p = begin + 1; p < end; p++) xyzz_add(acc, partial[p]);
     buckets[b] = acc;
 }
 
@@ -166,18 +224,6 @@ extern "C" __global__ void MSM_NAME(msm_sum_groups)(const PXyzz* __restrict__ in
     PXyzz acc = in[(size_t)t * group];
     for (u32 j = 1; j < group; j++) xyzz_add(acc, in[(size_t)t * group + j]);
     out[t] = acc;
-}
-
-// One thread: result = sum_w 2^(c w) W_w, written as a blst Jacobian point.
-extern "C" __global__ void MSM_NAME(msm_final)(const PXyzz* __restrict__ windows, u32 nw, u32 c,
-                                               Jacobian<PF>* __restrict__ out) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    PXyzz acc = windows[nw - 1];
-    for (int w = (int)nw - 2; w >= 0; w--) {
-        for (u32 k = 0; k < c; k++) xyzz_dbl(acc);
-        xyzz_add(acc, windows[w]);
-    }
-    out[0] = xyzz_to_jacobian(acc);
 }
 
 // Test helpers: per i, out[3i] = p_i + q_i (mixed), out[3i+1] = p_i + p_i (XYZZ add),

@@ -20,6 +20,11 @@ const MSM_CU: &str = include_str!("../cuda/msm.cu");
 /// Keeps field products out of line in curve-heavy modules (compile time, code size).
 const NOINLINE_MUL: &str = "MUL_FN __device__ __noinline__";
 
+/// Inlines point operations into the kernels (G2): with out-of-line Fp products this keeps
+/// a single level of calls. Nested out-of-line calls in the G2 kernels (xyzz_add calling
+/// xyzz_dbl) hit CUDA_ERROR_ILLEGAL_INSTRUCTION on an H200 in msm_sum_groups_g2.
+const INLINE_POINTS: &str = "POINT_FN __device__ __forceinline__";
+
 /// One NVRTC compilation unit: defines, then sources, in order.
 #[derive(Debug, Clone, Copy)]
 pub struct KernelModule {
@@ -41,7 +46,7 @@ pub const MSM_G1: KernelModule =
     KernelModule { name: "msm_g1", defines: &["MSM_G1", NOINLINE_MUL], sources: &[FIELD_CUH, CURVE_CUH, MSM_CU] };
 /// G2 MSM kernels (suffix `_g2`).
 pub const MSM_G2: KernelModule =
-    KernelModule { name: "msm_g2", defines: &["MSM_G2", NOINLINE_MUL], sources: &[FIELD_CUH, CURVE_CUH, MSM_CU] };
+    KernelModule { name: "msm_g2", defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS], sources: &[FIELD_CUH, CURVE_CUH, MSM_CU] };
 
 /// Every kernel module of the crate.
 pub const MODULES: &[KernelModule] = &[FIELD, NTT, MSM_G1, MSM_G2];
@@ -97,8 +102,15 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 /// Compiles one module for `arch` (e.g. `sm_90`) and returns its CUBIN. Needs NVRTC, no GPU.
 #[tracing::instrument(skip_all, fields(module = module.name, arch))]
 pub fn compile_module(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
+    compile_module_with(module, arch, &[]).map(|(cubin, _)| cubin)
+}
+
+/// As [`compile_module`] with extra NVRTC options (e.g. `--ptxas-options=-v`); also returns
+/// NVRTC's log.
+pub fn compile_module_with(module: &KernelModule, arch: &str, extra: &[&str]) -> Result<(Vec<u8>, String)> {
     ensure_nvrtc()?;
-    let opts = options(arch);
+    let mut opts = options(arch);
+    opts.extend(extra.iter().map(|s| s.to_string()));
     let fail = |status: String, log: String| Error::Compile {
         module: module.name,
         arch: arch.to_string(),
@@ -112,14 +124,14 @@ pub fn compile_module(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
     let prog = Program(prog);
     // SAFETY: `prog` is a live program created above; `src` and `name` outlive it.
     let compiled = unsafe { nvrtc_result::compile_program(prog.0, &opts) };
+    // SAFETY: `prog` is live.
+    let log = unsafe { nvrtc_result::get_program_log(prog.0) }
+        .map(|raw| {
+            // SAFETY: NVRTC returns a NUL-terminated log.
+            unsafe { CStr::from_ptr(raw.as_ptr()) }.to_string_lossy().into_owned()
+        })
+        .unwrap_or_else(|e| format!("(no log: {e:?})"));
     if let Err(e) = compiled {
-        // SAFETY: `prog` is live.
-        let log = unsafe { nvrtc_result::get_program_log(prog.0) }
-            .map(|raw| {
-                // SAFETY: NVRTC returns a NUL-terminated log.
-                unsafe { CStr::from_ptr(raw.as_ptr()) }.to_string_lossy().into_owned()
-            })
-            .unwrap_or_else(|e| format!("(no log: {e:?})"));
         return Err(fail(format!("{e:?}"), log));
     }
     let mut size = 0usize;
@@ -132,7 +144,7 @@ pub fn compile_module(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
     unsafe { nvrtc_sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast()) }
         .result()
         .map_err(|e| fail(format!("nvrtcGetCUBIN: {e:?}"), String::new()))?;
-    Ok(cubin)
+    Ok((cubin, log))
 }
 
 /// Owns an NVRTC program and destroys it on drop.

@@ -46,7 +46,7 @@ pub struct GpuDevice {
     total_memory: usize,
     arch: String,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
-    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    functions: Mutex<HashMap<String, CudaFunction>>,
     pub(crate) ntt_tables: std::sync::OnceLock<crate::ntt::NttTables>,
 }
 
@@ -184,13 +184,13 @@ impl GpuDevice {
     }
 
     /// A kernel function of a module, loaded once per device.
-    pub(crate) fn function(&self, module: &KernelModule, name: &'static str) -> Result<CudaFunction> {
+    pub(crate) fn function(&self, module: &KernelModule, name: &str) -> Result<CudaFunction> {
         if let Some(f) = self.functions.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
             return Ok(f.clone());
         }
         let m = self.load_module(module)?;
         let f = m.load_function(name).map_err(self.drv("finding a kernel"))?;
-        self.functions.lock().unwrap_or_else(|p| p.into_inner()).insert(name, f.clone());
+        self.functions.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), f.clone());
         Ok(f)
     }
 

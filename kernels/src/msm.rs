@@ -33,8 +33,8 @@ pub trait MsmCurve: Send + Sync + 'static {
     type Projective: Group + Copy;
     /// Kernel module.
     const MODULE: KernelModule;
-    /// Kernel names: scalars, histogram, scan, scatter, accumulate, segments, sum_groups.
-    const KERNELS: [&'static str; 7];
+    /// Suffix of the kernel names (`_g1`, `_g2`).
+    const SUFFIX: &'static str;
     /// u64 limbs of one XYZZ point (4 coordinates).
     const XYZZ_LIMBS: usize;
     /// Short name for spans and errors.
@@ -54,15 +54,7 @@ impl MsmCurve for G1 {
     type Affine = G1Affine;
     type Projective = G1Projective;
     const MODULE: KernelModule = MSM_G1;
-    const KERNELS: [&'static str; 7] = [
-        "msm_scalars_g1",
-        "msm_histogram_g1",
-        "msm_scan_g1",
-        "msm_scatter_g1",
-        "msm_accumulate_g1",
-        "msm_segments_g1",
-        "msm_sum_groups_g1",
-    ];
+    const SUFFIX: &'static str = "_g1";
     const XYZZ_LIMBS: usize = 24;
     const NAME: &'static str = "G1";
     fn from_xyzz(l: &[u64]) -> G1Projective {
@@ -81,15 +73,7 @@ impl MsmCurve for G2 {
     type Affine = G2Affine;
     type Projective = G2Projective;
     const MODULE: KernelModule = MSM_G2;
-    const KERNELS: [&'static str; 7] = [
-        "msm_scalars_g2",
-        "msm_histogram_g2",
-        "msm_scan_g2",
-        "msm_scatter_g2",
-        "msm_accumulate_g2",
-        "msm_segments_g2",
-        "msm_sum_groups_g2",
-    ];
+    const SUFFIX: &'static str = "_g2";
     const XYZZ_LIMBS: usize = 48;
     const NAME: &'static str = "G2";
     fn from_xyzz(l: &[u64]) -> G2Projective {
@@ -230,9 +214,9 @@ impl GpuDevice {
         let nw = 256u32.div_ceil(c);
         let nb = 1usize << (c - 1);
         let nbuckets = nw as usize * nb;
-        let n32 = n as u32;
-        let [k_scalars, k_hist, k_scan, k_scatter, k_acc, k_seg, k_sum] = C::KERNELS;
+        let (n32, nbuckets32) = (n as u32, nbuckets as u32);
         let stream = self.stream().clone();
+        let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
         let profile = std::env::var_os("CUZK_MSM_PROFILE").is_some();
         let mut last = std::time::Instant::now();
         let mut mark = |phase: &str| {
@@ -253,38 +237,32 @@ impl GpuDevice {
         // 1. scalars to canonical integers
         // SAFETY: written by msm_scalars before use.
         let mut canon = unsafe { stream.alloc::<FrRaw>(n) }.map_err(self.drv("allocating MSM scalars"))?;
-        let f = self.function(&C::MODULE, k_scalars)?;
+        let f = kernel("msm_scalars")?;
         let mut l = stream.launch_builder(&f);
         l.arg(&scalars).arg(&mut canon).arg(&n32);
         // SAFETY: (const Fr* in, Fr* out, u32 n), both of length n.
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
-
         mark("scalars");
+
         // 2. histogram of bucket sizes
         let mut counts = alloc_u32(nbuckets)?;
-        let f = self.function(&C::MODULE, k_hist)?;
+        let f = kernel("msm_histogram")?;
         let mut l = stream.launch_builder(&f);
         l.arg(&canon).arg(&n32).arg(&c).arg(&nw).arg(&mut counts);
         // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32* counts[nw * 2^(c-1)]).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_histogram"))?;
-
         mark("histogram");
-        // 3. offsets
+
+        // 3. offsets (and cursors for the scatter)
         let mut offsets = alloc_u32(nbuckets + 1)?;
         let mut cursor = alloc_u32(nbuckets)?;
-        let f = self.function(&C::MODULE, k_scan)?;
-        let nbuckets32 = nbuckets as u32;
-        let mut l = stream.launch_builder(&f);
-        l.arg(&counts).arg(&nbuckets32).arg(&mut offsets).arg(&mut cursor);
-        // SAFETY: (const u32* counts[len], u32 len, u32* offsets[len + 1], u32* cursor[len]), one block of 1024.
-        unsafe { l.launch(LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 }) }
-            .map_err(self.drv("launching msm_scan"))?;
+        self.exclusive_scan::<C>(&counts, nbuckets, &mut offsets, Some(&mut cursor))?;
         drop(counts);
-
         mark("scan");
+
         // 4. bucket lists
         let mut sorted = alloc_u32(n * nw as usize)?;
-        let f = self.function(&C::MODULE, k_scatter)?;
+        let f = kernel("msm_scatter")?;
         let mut l = stream.launch_builder(&f);
         l.arg(&canon).arg(&n32).arg(&c).arg(&nw).arg(&mut cursor).arg(&mut sorted);
         // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32* cursor, u32* sorted[n * nw]); the cursors
@@ -292,36 +270,74 @@ impl GpuDevice {
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scatter"))?;
         drop(cursor);
         drop(canon);
-
         mark("scatter");
-        // 5. bucket sums
-        let mut buckets = alloc_xyzz(nbuckets)?;
-        let f = self.function(&C::MODULE, k_acc)?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(&bases).arg(&sorted).arg(&offsets).arg(&nbuckets32).arg(&mut buckets);
-        // SAFETY: (const Affine* bases[n], const u32* sorted, const u32* offsets[nbuckets + 1],
-        // u32 nbuckets, Xyzz* buckets[nbuckets]); sorted entries index points < n.
-        unsafe { l.launch(cfg(nbuckets, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
-        drop(sorted);
-        drop(offsets);
 
+        // 5. split buckets into parts of at most k entries (k: the mean bucket size)
+        let k = ((n * nw as usize).div_ceil(nbuckets)).max(4) as u32;
+        let mut parts = alloc_u32(nbuckets)?;
+        let f = kernel("msm_parts")?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&offsets).arg(&nbuckets32).arg(&k).arg(&mut parts);
+        // SAFETY: (const u32* offsets[nbuckets + 1], u32 nbuckets, u32 k, u32* parts[nbuckets]).
+        unsafe { l.launch(cfg(nbuckets, 256)) }.map_err(self.drv("launching msm_parts"))?;
+        let mut part_offsets = alloc_u32(nbuckets + 1)?;
+        self.exclusive_scan::<C>(&parts, nbuckets, &mut part_offsets, None)?;
+        drop(parts);
+        let nparts = stream
+            .clone_dtoh(&part_offsets.slice(nbuckets..nbuckets + 1))
+            .map_err(self.drv("reading the MSM part count"))?;
+        self.synchronize()?;
+        let nparts = nparts[0] as usize;
+        let nparts32 = nparts as u32;
+        let mut part_bucket = alloc_u32(nparts)?;
+        let f = kernel("msm_part_bucket")?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&part_offsets).arg(&nbuckets32).arg(&mut part_bucket);
+        // SAFETY: (const u32* part_offsets[nbuckets + 1], u32 nbuckets, u32* part_bucket[nparts]).
+        unsafe { l.launch(cfg(nbuckets, 256)) }.map_err(self.drv("launching msm_part_bucket"))?;
+        mark("parts");
+
+        // 6. partial bucket sums, then bucket sums
+        let mut partial = alloc_xyzz(nparts)?;
+        let f = kernel("msm_accumulate")?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&bases).arg(&sorted).arg(&offsets).arg(&part_offsets).arg(&part_bucket).arg(&nparts32).arg(&k);
+        l.arg(&mut partial);
+        // SAFETY: (const Affine* bases[n], const u32* sorted, const u32* offsets[nbuckets + 1],
+        // const u32* part_offsets, const u32* part_bucket[nparts], u32 nparts, u32 k,
+        // Xyzz* partial[nparts]); sorted entries index points < n.
+        unsafe { l.launch(cfg(nparts, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
+        drop(sorted);
+        drop(part_bucket);
         mark("accumulate");
-        // 6. weighted window sums per segment
+        let mut buckets = alloc_xyzz(nbuckets)?;
+        let f = kernel("msm_combine")?;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&partial).arg(&part_offsets).arg(&nbuckets32).arg(&mut buckets);
+        // SAFETY: (const Xyzz* partial[nparts], const u32* part_offsets[nbuckets + 1], u32 nbuckets,
+        // Xyzz* buckets[nbuckets]); every bucket has at least one part.
+        unsafe { l.launch(cfg(nbuckets, 128)) }.map_err(self.drv("launching msm_combine"))?;
+        drop(partial);
+        drop(offsets);
+        drop(part_offsets);
+        mark("combine");
+
+        // 7. weighted window sums per segment
         let seg = (nbuckets / 65536).next_power_of_two().clamp(1, nb);
         let mut per_window = nb / seg;
         let nsegs = nw as usize * per_window;
         let mut level = alloc_xyzz(nsegs)?;
-        let f = self.function(&C::MODULE, k_seg)?;
+        let f = kernel("msm_segments")?;
         let (nb32, seg32, nsegs32) = (nb as u32, seg as u32, nsegs as u32);
         let mut l = stream.launch_builder(&f);
         l.arg(&buckets).arg(&nb32).arg(&seg32).arg(&nsegs32).arg(&mut level);
         // SAFETY: (const Xyzz* buckets[nw * nb], u32 nb, u32 seg, u32 nsegs, Xyzz* out[nsegs]).
         unsafe { l.launch(cfg(nsegs, 128)) }.map_err(self.drv("launching msm_segments"))?;
         drop(buckets);
-
         mark("segments");
-        // 7. tree reduction inside each window
-        let f = self.function(&C::MODULE, k_sum)?;
+
+        // 8. tree reduction inside each window
+        let f = kernel("msm_sum_groups")?;
         while per_window > 8 {
             let group = per_window.min(32);
             let nout = nw as usize * per_window / group;
@@ -334,9 +350,9 @@ impl GpuDevice {
             level = next;
             per_window /= group;
         }
-
         mark("reduce");
-        // 8. host: finish each window and combine with Horner's rule
+
+        // 9. host: finish each window and combine with Horner's rule
         let limbs = stream.clone_dtoh(&level).map_err(self.drv("copying MSM windows to the host"))?;
         self.synchronize()?;
         let mut acc = C::Projective::identity();
@@ -351,6 +367,46 @@ impl GpuDevice {
         }
         mark("host");
         Ok(acc)
+    }
+
+    /// Exclusive prefix sum of `counts[..len]` into `offsets[..=len]` (and `cursor[..len]`).
+    fn exclusive_scan<C: MsmCurve>(
+        &self,
+        counts: &CudaSlice<u32>,
+        len: usize,
+        offsets: &mut CudaSlice<u32>,
+        cursor: Option<&mut CudaSlice<u32>>,
+    ) -> Result<()> {
+        const PER_BLOCK: usize = 8192;
+        let stream = self.stream();
+        let sums_f = self.function(&C::MODULE, &format!("msm_block_sums{}", C::SUFFIX))?;
+        let scan_f = self.function(&C::MODULE, &format!("msm_scan{}", C::SUFFIX))?;
+        let blocks = len.div_ceil(PER_BLOCK).max(1);
+        let (len32, per32, blocks32) = (len as u32, PER_BLOCK as u32, blocks as u32);
+        let block = |b: usize| LaunchConfig { grid_dim: (b as u32, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
+        let mut sums = stream.alloc_zeros::<u32>(blocks).map_err(self.drv("allocating scan scratch"))?;
+        let mut base = stream.alloc_zeros::<u32>(blocks + 1).map_err(self.drv("allocating scan scratch"))?;
+        let mut l = stream.launch_builder(&sums_f);
+        l.arg(counts).arg(&len32).arg(&per32).arg(&mut sums);
+        // SAFETY: (const u32* counts[len], u32 len, u32 per_block, u32* sums[blocks]).
+        unsafe { l.launch(block(blocks)) }.map_err(self.drv("launching msm_block_sums"))?;
+        // scan of the block sums in one block (blocks <= 2^20 / 8192 * 2^12 fits easily)
+        let null: u64 = 0;
+        let big = blocks32.max(1);
+        let mut l = stream.launch_builder(&scan_f);
+        l.arg(&sums).arg(&blocks32).arg(&big).arg(&null).arg(&mut base).arg(&null);
+        // SAFETY: (const u32* sums[blocks], u32 len, u32 per_block = len, null base, u32* base[blocks + 1], null).
+        unsafe { l.launch(block(1)) }.map_err(self.drv("launching msm_scan"))?;
+        let mut l = stream.launch_builder(&scan_f);
+        l.arg(counts).arg(&len32).arg(&per32).arg(&base).arg(offsets);
+        match cursor {
+            Some(c) => l.arg(c),
+            None => l.arg(&null),
+        };
+        // SAFETY: (const u32* counts[len], u32 len, u32 per_block, const u32* base[blocks],
+        // u32* offsets[len + 1], u32* cursor[len] or null).
+        unsafe { l.launch(block(blocks)) }.map_err(self.drv("launching msm_scan"))?;
+        Ok(())
     }
 }
 
