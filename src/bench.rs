@@ -86,8 +86,10 @@ pub fn parse_debug_duration(s: &str) -> Option<Duration> {
 /// One run's measurements.
 #[derive(Clone, Debug, Default)]
 pub struct BenchRun {
-    /// cuzk synthesis (witness + a/b/c), all partitions.
+    /// cuzk full synthesis (witness + a/b/c through the constraint system), all partitions.
     pub ours_synthesis: Duration,
+    /// cuzk PCE synthesis (witness-only synthesis + sparse products), all partitions.
+    pub pce_synthesis: Duration,
     /// cuzk proving step (NTT + MSMs), all partitions.
     pub ours_prove: Duration,
     /// bellperson `create_proof`, whole call, all partitions.
@@ -111,6 +113,10 @@ pub struct BenchSummary {
     pub partitions: usize,
     /// Every run.
     pub runs: Vec<BenchRun>,
+    /// Non-zeros of the recorded A, B, C.
+    pub pce_nnz: usize,
+    /// Bytes of the recorded circuit's cache encoding.
+    pub pce_bytes: usize,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -146,14 +152,29 @@ pub fn bench_against_bellperson(
         constraints: 0,
         partitions: 0,
         runs: Vec::new(),
+        pce_nnz: 0,
+        pce_bytes: 0,
     };
+    let probe_plan = circuits::plan(request)?;
+    let identity = probe_plan.shape_identity();
+    let r1cs = store.pce().get_or_record(&identity, probe_plan.blank)?;
+    summary.pce_nnz = r1cs.nnz();
+    summary.pce_bytes = cuzk_engine::pce::cache::encode(&r1cs, &identity).len();
     for round in 0..=runs {
         let mut run = BenchRun {
             identical: true,
             ..Default::default()
         };
         let ours_plan = circuits::plan(request)?;
+        let pce_plan = circuits::plan(request)?;
         let theirs_plan = circuits::plan(request)?;
+        for job in pce_plan.partitions {
+            let t = Instant::now();
+            let (input, aux) = job.circuit.witness()?;
+            let asg = cuzk_engine::pce::evaluate(&r1cs, input, aux)?;
+            run.pce_synthesis += t.elapsed();
+            drop(asg);
+        }
         summary.partitions = ours_plan.partitions.len();
         let mut b_syn = Duration::ZERO;
         let mut b_prove = Duration::ZERO;

@@ -439,10 +439,16 @@ fn bench(store: &SrsStore, kinds: &[ProofKind], runs: usize, size: SectorSize) -
         "threads: {} | runs: {runs} (+1 warm-up), medians",
         rayon_threads()
     );
-    println!("| circuit | constraints | cuzk synthesis | cuzk prove | bellperson synthesis | bellperson prove | bellperson total | prove speed-up | identical |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| circuit | constraints | cuzk prove | bellperson prove | prove speed-up | cuzk total (PCE) | bellperson total | identical |");
+    println!("|---|---|---|---|---|---|---|---|");
     for s in &summaries {
         print_bench_row(s);
+    }
+    println!();
+    println!("| circuit | bellperson synthesis | cuzk full synthesis | cuzk PCE synthesis | PCE vs bellperson | PCE non-zeros | bytes per non-zero |");
+    println!("|---|---|---|---|---|---|---|");
+    for s in &summaries {
+        print_synthesis_row(s);
     }
     Ok(())
 }
@@ -453,27 +459,46 @@ fn rayon_threads() -> usize {
         .unwrap_or(1)
 }
 
+fn secs(d: Option<Duration>) -> String {
+    d.map(|d| format!("{:.3}s", d.as_secs_f64()))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+fn ratio(num: Option<Duration>, den: Option<Duration>) -> String {
+    match (num, den) {
+        (Some(n), Some(d)) if !d.is_zero() => format!("{:.2}x", n.as_secs_f64() / d.as_secs_f64()),
+        _ => "n/a".into(),
+    }
+}
+
 fn print_bench_row(s: &BenchSummary) {
-    let f = |d: Option<Duration>| {
-        d.map(|d| format!("{:.3}s", d.as_secs_f64()))
-            .unwrap_or_else(|| "n/a".into())
-    };
     let ours = s.median_of(|r| Some(r.ours_prove));
     let theirs = s.median_of(|r| r.bellperson_prove);
-    let ratio = match (ours, theirs) {
-        (Some(o), Some(t)) if !o.is_zero() => format!("{:.2}x", t.as_secs_f64() / o.as_secs_f64()),
-        _ => "n/a".into(),
-    };
+    let total = s.median_of(|r| Some(r.pce_synthesis + r.ours_prove));
     println!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} |",
         s.label,
         s.constraints,
-        f(s.median_of(|r| Some(r.ours_synthesis))),
-        f(ours),
-        f(s.median_of(|r| r.bellperson_synthesis)),
-        f(theirs),
-        f(s.median_of(|r| Some(r.bellperson_total))),
-        ratio,
+        secs(ours),
+        secs(theirs),
+        ratio(theirs, ours),
+        secs(total),
+        secs(s.median_of(|r| Some(r.bellperson_total))),
         if s.all_identical() { "yes" } else { "NO" }
+    );
+}
+
+fn print_synthesis_row(s: &BenchSummary) {
+    let pce = s.median_of(|r| Some(r.pce_synthesis));
+    let theirs = s.median_of(|r| r.bellperson_synthesis);
+    println!(
+        "| {} | {} | {} | {} | {} | {} | {:.2} |",
+        s.label,
+        secs(theirs),
+        secs(s.median_of(|r| Some(r.ours_synthesis))),
+        secs(pce),
+        ratio(theirs, pce),
+        s.pce_nnz,
+        s.pce_bytes as f64 / s.pce_nnz.max(1) as f64
     );
 }

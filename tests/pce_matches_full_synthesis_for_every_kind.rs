@@ -18,7 +18,7 @@ fn pce_equals_full(kind: ProofKind) {
     for (f, p) in full.partitions.into_iter().zip(pce.partitions) {
         let want = f.circuit.synthesize().expect("full synthesis");
         let (input, aux) = p.circuit.witness().expect("witness");
-        let got = cuzk_pce::evaluate(&r1cs, input, aux).expect("evaluate");
+        let got = cuzk::pce::evaluate(&r1cs, input, aux).expect("evaluate");
         assert_eq!(got.input, want.input, "{kind}: inputs");
         assert_eq!(got.aux, want.aux, "{kind}: aux");
         assert!(

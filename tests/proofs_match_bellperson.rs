@@ -1,7 +1,8 @@
 //! For each proof kind at 2 KiB: our CPU proof with fixed r and s is byte-identical to
 //! bellperson 0.27's `create_proof` on the same circuit, verifies with the real verifier, and
 //! the same proof with one public input changed is rejected. The proof through the PCE
-//! (the default) and through full synthesis are the same bytes.
+//! (the default) and through full synthesis are the same bytes (checked by proving twice for
+//! the PoSt kinds, and by comparing assignments in the PCE tests for all kinds).
 
 mod support;
 
@@ -23,16 +24,20 @@ fn check(kind: ProofKind) {
     assert!(ours.verified);
     assert_eq!(ours.bytes.len(), 192 * ours.partitions.len());
 
-    let full = ProveOptions {
-        pce: false,
-        ..opts.clone()
-    };
-    let without_pce =
-        cuzk::prove(&store, &CpuBackend, request, &full, &|_| {}).expect("full synthesis proves");
-    assert_eq!(
-        ours.bytes, without_pce.bytes,
-        "{kind}: PCE and full synthesis give different proofs"
-    );
+    if matches!(kind, ProofKind::WinningPost | ProofKind::WindowPost) {
+        // Cheap kinds: prove again through full synthesis. (For PoRep and SnapDeals the PCE
+        // tests compare the assignments themselves, which determine the proof.)
+        let full = ProveOptions {
+            pce: false,
+            ..opts.clone()
+        };
+        let without_pce = cuzk::prove(&store, &CpuBackend, request, &full, &|_| {})
+            .expect("full synthesis proves");
+        assert_eq!(
+            ours.bytes, without_pce.bytes,
+            "{kind}: PCE and full synthesis differ"
+        );
+    }
 
     let srs = store.get(request.proof).expect("params");
     let plan = circuits::plan(request).expect("plan");

@@ -27,6 +27,7 @@ pub mod recordings;
 pub mod request;
 pub mod srs;
 
+pub use cuzk_pce as pce;
 pub use cpu::CpuBackend;
 pub use error::{Error, Result};
 pub use kind::{ProofKind, RegisteredProof, SectorSize};
