@@ -12,9 +12,6 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 
-/// Below this many elements work is not split across threads.
-const PAR_THRESHOLD: usize = 1 << 12;
-
 /// An evaluation domain of size `2^log_m`.
 #[derive(Clone, Debug)]
 pub struct Domain {
@@ -72,43 +69,54 @@ fn bit_reverse(a: &mut [Scalar], log_m: u32) {
     }
 }
 
+/// Elements per cache-resident block (2^13 x 32 bytes = 256 KiB): the first stages of a
+/// transform run block by block so the data stays in cache, the rest stream the array.
+const LOCAL_LOG: u32 = 13;
+
+/// One radix-2 butterfly pass over `lo`/`hi` (the two halves of a block), twiddles
+/// `tw[(j0 + j) * stride]`.
+#[inline]
+fn butterflies(lo: &mut [Scalar], hi: &mut [Scalar], tw: &[Scalar], j0: usize, stride: usize) {
+    for (j, (x, y)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+        let t = *y * tw[(j0 + j) * stride];
+        *y = *x - t;
+        *x += t;
+    }
+}
+
+/// Runs stages `half = 1, 2, ..` while `2*half <= a.len()` on one block (whose global size is
+/// `m`, which fixes the twiddle strides).
+fn local_stages(a: &mut [Scalar], tw: &[Scalar], m: usize) {
+    let mut half = 1;
+    while half < a.len() {
+        let stride = m / (2 * half);
+        for blk in a.chunks_mut(2 * half) {
+            let (lo, hi) = blk.split_at_mut(half);
+            butterflies(lo, hi, tw, 0, stride);
+        }
+        half *= 2;
+    }
+}
+
 /// In-place radix-2 decimation-in-time transform with twiddle table `tw[j] = w^j`,
 /// `j < m/2`, where `w` is a primitive m-th root of unity (forward or inverse).
 fn transform(a: &mut [Scalar], tw: &[Scalar], log_m: u32) {
     let m = a.len();
     bit_reverse(a, log_m);
-    let mut half = 1;
+    // stages inside cache-sized blocks, one block per task
+    let local = 1usize << LOCAL_LOG.min(log_m);
+    a.par_chunks_mut(local).for_each(|blk| local_stages(blk, tw, m));
+    // the remaining stages span several blocks: split each block's butterflies
+    let mut half = local;
     while half < m {
         let stride = m / (2 * half);
-        let block = 2 * half;
-        let butterfly = |lo: &mut [Scalar], hi: &mut [Scalar], j0: usize| {
-            for (j, (x, y)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-                let t = *y * tw[(j0 + j) * stride];
-                *y = *x - t;
-                *x += t;
-            }
-        };
-        if m / block >= rayon::current_num_threads() * 4 || m < PAR_THRESHOLD {
-            // many independent blocks: one task per run of blocks
-            a.par_chunks_mut(block.max(PAR_THRESHOLD).min(m))
-                .for_each(|run| {
-                    for blk in run.chunks_mut(block) {
-                        let (lo, hi) = blk.split_at_mut(half);
-                        butterfly(lo, hi, 0);
-                    }
-                });
-        } else {
-            // few large blocks: split each block's butterflies across threads
-            let piece = (half / (rayon::current_num_threads() * 4))
-                .max(1024)
-                .min(half);
-            for blk in a.chunks_mut(block) {
-                let (lo, hi) = blk.split_at_mut(half);
-                lo.par_chunks_mut(piece)
-                    .zip(hi.par_chunks_mut(piece))
-                    .enumerate()
-                    .for_each(|(p, (l, h))| butterfly(l, h, p * piece));
-            }
+        let piece = (half / (rayon::current_num_threads() * 4)).clamp(1024, half);
+        for blk in a.chunks_mut(2 * half) {
+            let (lo, hi) = blk.split_at_mut(half);
+            lo.par_chunks_mut(piece)
+                .zip(hi.par_chunks_mut(piece))
+                .enumerate()
+                .for_each(|(p, (l, h))| butterflies(l, h, tw, p * piece, stride));
         }
         half *= 2;
     }
@@ -223,7 +231,7 @@ mod tests {
     #[test]
     fn fft_matches_naive_evaluation_and_inverts() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
-        for log_m in [0u32, 1, 2, 3, 5, 10, 13] {
+        for log_m in [0u32, 1, 2, 3, 5, 10, 13, 14, 16] {
             let m = 1usize << log_m;
             let coeffs: Vec<Scalar> = (0..m).map(|_| Scalar::random(&mut rng)).collect();
             let d = Domain::for_size(m).unwrap();
