@@ -37,16 +37,29 @@ pub struct KernelModule {
 }
 
 /// Field-operation test kernels (`fr_test_ops`, `fp_test_ops`, `fp2_test_ops`, `fr_test_mont`).
-pub const FIELD: KernelModule =
-    KernelModule { name: "field", defines: &[], sources: &[FIELD_CUH, FIELD_OPS_CU] };
+pub const FIELD: KernelModule = KernelModule {
+    name: "field",
+    defines: &[],
+    sources: &[FIELD_CUH, FIELD_OPS_CU],
+};
 /// Fr NTT and element-wise Fr kernels.
-pub const NTT: KernelModule = KernelModule { name: "ntt", defines: &[], sources: &[FIELD_CUH, NTT_CU] };
+pub const NTT: KernelModule = KernelModule {
+    name: "ntt",
+    defines: &[],
+    sources: &[FIELD_CUH, NTT_CU],
+};
 /// G1 MSM kernels (suffix `_g1`).
-pub const MSM_G1: KernelModule =
-    KernelModule { name: "msm_g1", defines: &["MSM_G1", NOINLINE_MUL], sources: &[FIELD_CUH, CURVE_CUH, MSM_CU] };
+pub const MSM_G1: KernelModule = KernelModule {
+    name: "msm_g1",
+    defines: &["MSM_G1", NOINLINE_MUL],
+    sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
+};
 /// G2 MSM kernels (suffix `_g2`).
-pub const MSM_G2: KernelModule =
-    KernelModule { name: "msm_g2", defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS], sources: &[FIELD_CUH, CURVE_CUH, MSM_CU] };
+pub const MSM_G2: KernelModule = KernelModule {
+    name: "msm_g2",
+    defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS],
+    sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
+};
 
 /// Every kernel module of the crate.
 pub const MODULES: &[KernelModule] = &[FIELD, NTT, MSM_G1, MSM_G2];
@@ -70,7 +83,11 @@ impl KernelModule {
 
 /// NVRTC options for an architecture such as `sm_90` (real architecture: NVRTC emits CUBIN).
 pub fn options(arch: &str) -> Vec<String> {
-    vec![format!("--gpu-architecture={arch}"), "--std=c++17".into(), "-default-device".into()]
+    vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".into(),
+        "-default-device".into(),
+    ]
 }
 
 /// Fails with [`Error::NvrtcUnavailable`] unless `libnvrtc` can be loaded.
@@ -107,7 +124,11 @@ pub fn compile_module(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
 
 /// As [`compile_module`] with extra NVRTC options (e.g. `--ptxas-options=-v`); also returns
 /// NVRTC's log.
-pub fn compile_module_with(module: &KernelModule, arch: &str, extra: &[&str]) -> Result<(Vec<u8>, String)> {
+pub fn compile_module_with(
+    module: &KernelModule,
+    arch: &str,
+    extra: &[&str],
+) -> Result<(Vec<u8>, String)> {
     ensure_nvrtc()?;
     let mut opts = options(arch);
     opts.extend(extra.iter().map(|s| s.to_string()));
@@ -118,9 +139,12 @@ pub fn compile_module_with(module: &KernelModule, arch: &str, extra: &[&str]) ->
         options: opts.clone(),
         log,
     };
-    let src = CString::new(module.source()).map_err(|_| fail("NUL in source".into(), String::new()))?;
-    let name = CString::new(format!("{}.cu", module.name)).map_err(|_| fail("NUL in name".into(), String::new()))?;
-    let prog = nvrtc_result::create_program(&src, Some(&name)).map_err(|e| fail(format!("{e:?}"), String::new()))?;
+    let src =
+        CString::new(module.source()).map_err(|_| fail("NUL in source".into(), String::new()))?;
+    let name = CString::new(format!("{}.cu", module.name))
+        .map_err(|_| fail("NUL in name".into(), String::new()))?;
+    let prog = nvrtc_result::create_program(&src, Some(&name))
+        .map_err(|e| fail(format!("{e:?}"), String::new()))?;
     let prog = Program(prog);
     // SAFETY: `prog` is a live program created above; `src` and `name` outlive it.
     let compiled = unsafe { nvrtc_result::compile_program(prog.0, &opts) };
@@ -128,7 +152,9 @@ pub fn compile_module_with(module: &KernelModule, arch: &str, extra: &[&str]) ->
     let log = unsafe { nvrtc_result::get_program_log(prog.0) }
         .map(|raw| {
             // SAFETY: NVRTC returns a NUL-terminated log.
-            unsafe { CStr::from_ptr(raw.as_ptr()) }.to_string_lossy().into_owned()
+            unsafe { CStr::from_ptr(raw.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
         })
         .unwrap_or_else(|e| format!("(no log: {e:?})"));
     if let Err(e) = compiled {
@@ -160,7 +186,10 @@ impl Drop for Program {
 /// Compiles every module in [`MODULES`] for `arch`; returns (name, CUBIN bytes) per module.
 /// Needs NVRTC but no GPU. Stops at the first failure, whose error carries NVRTC's log.
 pub fn compile_all(arch: &str) -> Result<Vec<(&'static str, usize)>> {
-    MODULES.iter().map(|m| compile_module(m, arch).map(|c| (m.name, c.len()))).collect()
+    MODULES
+        .iter()
+        .map(|m| compile_module(m, arch).map(|c| (m.name, c.len())))
+        .collect()
 }
 
 /// 128-bit FNV-1a: a stable content hash for cache keys (not for security).
@@ -258,7 +287,11 @@ mod tests {
         for m in MODULES {
             let s = m.source();
             assert!(s.contains("extern \"C\" __global__"), "{}", m.name);
-            assert!(!s.contains("#include"), "{}: NVRTC has no include path", m.name);
+            assert!(
+                !s.contains("#include"),
+                "{}: NVRTC has no include path",
+                m.name
+            );
         }
     }
 }

@@ -6,7 +6,8 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DriverError,
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut,
+    DriverError,
 };
 use cudarc::nvrtc::Ptx;
 
@@ -27,7 +28,11 @@ pub struct PciId {
 
 impl fmt::Display for PciId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:04x}:{:02x}:{:02x}", self.domain, self.bus, self.device)
+        write!(
+            f,
+            "{:04x}:{:02x}:{:02x}",
+            self.domain, self.bus, self.device
+        )
     }
 }
 
@@ -72,7 +77,9 @@ pub fn device_count() -> usize {
     if !driver_present() {
         return 0;
     }
-    CudaContext::device_count().map(|n| n.max(0) as usize).unwrap_or(0)
+    CudaContext::device_count()
+        .map(|n| n.max(0) as usize)
+        .unwrap_or(0)
 }
 
 impl GpuDevice {
@@ -82,7 +89,13 @@ impl GpuDevice {
         if !driver_present() {
             return Err(Error::DriverUnavailable);
         }
-        let drv = |op: &'static str| move |source: DriverError| Error::Driver { op, ordinal, source };
+        let drv = |op: &'static str| {
+            move |source: DriverError| Error::Driver {
+                op,
+                ordinal,
+                source,
+            }
+        };
         let ctx = CudaContext::new(ordinal).map_err(drv("opening the context"))?;
         let attr = |a| ctx.attribute(a).map_err(drv("reading a device attribute"));
         let pci = PciId {
@@ -90,10 +103,16 @@ impl GpuDevice {
             bus: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)? as u32,
             device: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)? as u32,
         };
-        let uuid = ctx.uuid().map_err(drv("reading the UUID"))?.bytes.map(|b| b as u8);
+        let uuid = ctx
+            .uuid()
+            .map_err(drv("reading the UUID"))?
+            .bytes
+            .map(|b| b as u8);
         let name = ctx.name().map_err(drv("reading the name"))?;
         let total_memory = ctx.total_mem().map_err(drv("reading the memory size"))?;
-        let (major, minor) = ctx.compute_capability().map_err(drv("reading the compute capability"))?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(drv("reading the compute capability"))?;
         let stream = ctx.default_stream();
         tracing::debug!(%pci, name, total_memory, major, minor, "opened CUDA device");
         Ok(Self {
@@ -133,7 +152,10 @@ impl GpuDevice {
     }
     /// Free device memory in bytes, as the driver reports it now.
     pub fn free_memory(&self) -> Result<usize> {
-        self.ctx.mem_get_info().map(|(free, _)| free).map_err(self.drv("reading free memory"))
+        self.ctx
+            .mem_get_info()
+            .map(|(free, _)| free)
+            .map_err(self.drv("reading free memory"))
     }
     /// NVRTC architecture, e.g. `sm_90`.
     pub fn arch(&self) -> &str {
@@ -155,7 +177,11 @@ impl GpuDevice {
 
     pub(crate) fn drv(&self, op: &'static str) -> impl Fn(DriverError) -> Error {
         let ordinal = self.ordinal;
-        move |source| Error::Driver { op, ordinal, source }
+        move |source| Error::Driver {
+            op,
+            ordinal,
+            source,
+        }
     }
 
     /// Loads a module (from the disk cache, or compiled with NVRTC), once per device.
@@ -174,7 +200,9 @@ impl GpuDevice {
                 tracing::warn!(error = %e, "cached CUBIN rejected by the driver; recompiling");
                 compile::evict(module, &self.arch);
                 let cubin = compile::compile_module(module, &self.arch)?;
-                self.ctx.load_module(Ptx::from_binary(cubin)).map_err(self.drv("loading a module"))?
+                self.ctx
+                    .load_module(Ptx::from_binary(cubin))
+                    .map_err(self.drv("loading a module"))?
             }
             Err(e) => return Err(self.drv("loading a module")(e)),
         };
@@ -185,37 +213,67 @@ impl GpuDevice {
 
     /// A kernel function of a module, loaded once per device.
     pub(crate) fn function(&self, module: &KernelModule, name: &str) -> Result<CudaFunction> {
-        if let Some(f) = self.functions.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
+        if let Some(f) = self
+            .functions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+        {
             return Ok(f.clone());
         }
         let m = self.load_module(module)?;
-        let f = m.load_function(name).map_err(self.drv("finding a kernel"))?;
-        self.functions.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), f.clone());
+        let f = m
+            .load_function(name)
+            .map_err(self.drv("finding a kernel"))?;
+        self.functions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.to_string(), f.clone());
         Ok(f)
     }
 
     /// Copies host elements into a new device buffer.
     pub fn upload<T: DeviceElem>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
-        let inner = self.stream.clone_htod(T::as_raw(host)).map_err(self.drv("copying to the device"))?;
-        Ok(DeviceBuffer { inner, _t: PhantomData })
+        let inner = self
+            .stream
+            .clone_htod(T::as_raw(host))
+            .map_err(self.drv("copying to the device"))?;
+        Ok(DeviceBuffer {
+            inner,
+            _t: PhantomData,
+        })
     }
 
     /// A new device buffer of `len` elements, all bytes zero.
     pub fn alloc_zeroed<T: DeviceElem>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let inner = self.stream.alloc_zeros::<T::Raw>(len).map_err(self.drv("allocating device memory"))?;
-        Ok(DeviceBuffer { inner, _t: PhantomData })
+        let inner = self
+            .stream
+            .alloc_zeros::<T::Raw>(len)
+            .map_err(self.drv("allocating device memory"))?;
+        Ok(DeviceBuffer {
+            inner,
+            _t: PhantomData,
+        })
     }
 
     /// Overwrites a device buffer with host elements; lengths must match.
-    pub fn copy_to_device<T: DeviceElem>(&self, host: &[T], dst: &mut DeviceBuffer<T>) -> Result<()> {
+    pub fn copy_to_device<T: DeviceElem>(
+        &self,
+        host: &[T],
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
         check_len("copy_to_device", dst.len(), host.len())?;
-        self.stream.memcpy_htod(T::as_raw(host), &mut dst.inner).map_err(self.drv("copying to the device"))
+        self.stream
+            .memcpy_htod(T::as_raw(host), &mut dst.inner)
+            .map_err(self.drv("copying to the device"))
     }
 
     /// Copies a device buffer into host elements; lengths must match. Synchronous.
     pub fn copy_to_host<T: DeviceElem>(&self, src: &DeviceBuffer<T>, host: &mut [T]) -> Result<()> {
         check_len("copy_to_host", src.len(), host.len())?;
-        self.stream.memcpy_dtoh(&src.inner, T::as_raw_mut(host)).map_err(self.drv("copying to the host"))?;
+        self.stream
+            .memcpy_dtoh(&src.inner, T::as_raw_mut(host))
+            .map_err(self.drv("copying to the host"))?;
         self.synchronize()
     }
 
@@ -243,7 +301,12 @@ pub struct DeviceBuffer<T: DeviceElem> {
 
 impl<T: DeviceElem> fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DeviceBuffer<{}>[{}]", std::any::type_name::<T>(), self.len())
+        write!(
+            f,
+            "DeviceBuffer<{}>[{}]",
+            std::any::type_name::<T>(),
+            self.len()
+        )
     }
 }
 

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The CUDA driver library (`libcuda.so`) is not installed or cannot be loaded.
-    #[error("the CUDA driver library (libcuda) could not be loaded: no NVIDIA driver on this machine")]
+    #[error(
+        "the CUDA driver library (libcuda) could not be loaded: no NVIDIA driver on this machine"
+    )]
     DriverUnavailable,
 
     /// NVRTC (`libnvrtc.so.13`) is not installed or not on the library path.

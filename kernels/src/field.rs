@@ -26,12 +26,18 @@ fn run<T: DeviceRepr + ValidAsZeroBits + Copy + Unpin>(
     let s = dev.stream();
     let da = s.clone_htod(a).map_err(dev.drv("copying to the device"))?;
     let db = s.clone_htod(b).map_err(dev.drv("copying to the device"))?;
-    let mut out: CudaSlice<T> = s.alloc_zeros(a.len() * OPS.len()).map_err(dev.drv("allocating"))?;
+    let mut out: CudaSlice<T> = s
+        .alloc_zeros(a.len() * OPS.len())
+        .map_err(dev.drv("allocating"))?;
     let f = dev.function(&FIELD, kernel)?;
     let n = a.len() as u32;
     let mut l = s.launch_builder(&f);
     l.arg(&da).arg(&db).arg(&mut out).arg(&n);
-    let cfg = LaunchConfig { grid_dim: (n.div_ceil(128).max(1), 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+    let cfg = LaunchConfig {
+        grid_dim: (n.div_ceil(128).max(1), 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
     // SAFETY: (const F* a[n], const F* b[n], F* out[6n], u32 n) with matching lengths.
     unsafe { l.launch(cfg) }.map_err(dev.drv("launching a field test kernel"))?;
     let v = s.clone_dtoh(&out).map_err(dev.drv("copying to the host"))?;
@@ -44,7 +50,10 @@ pub fn fr_ops(dev: &GpuDevice, a: &[Scalar], b: &[Scalar]) -> Result<Vec<[Scalar
     let raw = run(dev, "fr_test_ops", Scalar::as_raw(a), Scalar::as_raw(b))?;
     let mut out = vec![Scalar::filler(); raw.len()];
     Scalar::as_raw_mut(&mut out).copy_from_slice(&raw);
-    Ok(out.chunks(6).map(|c| [c[0], c[1], c[2], c[3], c[4], c[5]]).collect())
+    Ok(out
+        .chunks(6)
+        .map(|c| [c[0], c[1], c[2], c[3], c[4], c[5]])
+        .collect())
 }
 
 /// Fp operations on the device.
@@ -52,7 +61,10 @@ pub fn fp_ops(dev: &GpuDevice, a: &[blst_fp], b: &[blst_fp]) -> Result<Vec<[blst
     let ra: Vec<[u64; 6]> = a.iter().map(|x| x.l).collect();
     let rb: Vec<[u64; 6]> = b.iter().map(|x| x.l).collect();
     let raw = run(dev, "fp_test_ops", &ra, &rb)?;
-    Ok(raw.chunks(6).map(|c| std::array::from_fn(|i| fp_from_limbs(&c[i]))).collect())
+    Ok(raw
+        .chunks(6)
+        .map(|c| std::array::from_fn(|i| fp_from_limbs(&c[i])))
+        .collect())
 }
 
 /// Fp2 operations on the device.
@@ -66,5 +78,8 @@ pub fn fp2_ops(dev: &GpuDevice, a: &[blst_fp2], b: &[blst_fp2]) -> Result<Vec<[b
     let ra: Vec<[u64; 12]> = a.iter().map(conv).collect();
     let rb: Vec<[u64; 12]> = b.iter().map(conv).collect();
     let raw = run(dev, "fp2_test_ops", &ra, &rb)?;
-    Ok(raw.chunks(6).map(|c| std::array::from_fn(|i| fp2_from_limbs(&c[i]))).collect())
+    Ok(raw
+        .chunks(6)
+        .map(|c| std::array::from_fn(|i| fp2_from_limbs(&c[i])))
+        .collect())
 }

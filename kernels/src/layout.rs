@@ -19,24 +19,14 @@ pub struct FrRaw(pub [u64; 4]);
 
 /// Raw bytes of one `G1Affine` (blst_p1_affine): x then y, 6 limbs each.
 #[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct G1AffineRaw(pub [u64; 12]);
 
 /// Raw bytes of one `G2Affine` (blst_p2_affine): x.c0, x.c1, y.c0, y.c1, 6 limbs each.
 #[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct G2AffineRaw(pub [u64; 24]);
 
-impl Default for G1AffineRaw {
-    fn default() -> Self {
-        Self([0; 12])
-    }
-}
-impl Default for G2AffineRaw {
-    fn default() -> Self {
-        Self([0; 24])
-    }
-}
 
 // SAFETY: plain old data (arrays of u64) with no padding and no pointers; all-zero bytes are
 // a valid value (zero field elements, the affine point at infinity).
@@ -133,7 +123,9 @@ pub fn fp_from_limbs(l: &[u64]) -> blst_fp {
 
 /// An Fp2 element (blst_fp2) from 12 raw Montgomery limbs (c0 then c1).
 pub fn fp2_from_limbs(l: &[u64]) -> blst_fp2 {
-    blst_fp2 { fp: [fp_from_limbs(&l[..6]), fp_from_limbs(&l[6..12])] }
+    blst_fp2 {
+        fp: [fp_from_limbs(&l[..6]), fp_from_limbs(&l[6..12])],
+    }
 }
 
 /// Host arithmetic on blst's Fp and Fp2 (blstrs does not export its `Fp` type), used to

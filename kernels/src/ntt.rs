@@ -124,7 +124,11 @@ fn passes(log_n: u32) -> Vec<(u32, u32)> {
 }
 
 fn grid(n: usize, block: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: ((n as u32).div_ceil(block), 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+    LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(block), 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 impl GpuDevice {
@@ -141,8 +145,11 @@ impl GpuDevice {
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = data.len(), ?kind))]
     pub fn ntt(&self, data: &mut DeviceBuffer<Scalar>, kind: NttKind) -> Result<()> {
         let n = data.len();
-        if !n.is_power_of_two() || n < 2 || n > 1 << MAX_LOG_SIZE {
-            return Err(Error::Unsupported { op: "ntt", detail: format!("length {n} is not 2^k with 1 <= k <= 28") });
+        if !n.is_power_of_two() || !(2..=1 << MAX_LOG_SIZE).contains(&n) {
+            return Err(Error::Unsupported {
+                op: "ntt",
+                detail: format!("length {n} is not 2^k with 1 <= k <= 28"),
+            });
         }
         let log_n = n.trailing_zeros();
         let inverse = matches!(kind, NttKind::Inverse | NttKind::CosetInverse);
@@ -163,7 +170,11 @@ impl GpuDevice {
     fn ntt_core(&self, data: &mut DeviceBuffer<Scalar>, log_n: u32, inverse: bool) -> Result<()> {
         let n = data.len();
         let t = self.ntt_tables()?;
-        let (pow2, small) = if inverse { (&t.inv_pow2, &t.inv_small) } else { (&t.fwd_pow2, &t.fwd_small) };
+        let (pow2, small) = if inverse {
+            (&t.inv_pow2, &t.inv_small)
+        } else {
+            (&t.fwd_pow2, &t.fwd_small)
+        };
         let bitrev = self.function(&NTT, "ntt_bitrev")?;
         let mut b = self.stream().launch_builder(&bitrev);
         b.arg(&mut data.inner).arg(&log_n);
@@ -177,7 +188,12 @@ impl GpuDevice {
                 shared_mem_bytes: 0,
             };
             let mut b = self.stream().launch_builder(&pass);
-            b.arg(&mut data.inner).arg(&log_n).arg(&s).arg(&k).arg(pow2).arg(small);
+            b.arg(&mut data.inner)
+                .arg(&log_n)
+                .arg(&s)
+                .arg(&k)
+                .arg(pow2)
+                .arg(small);
             // SAFETY: ntt_pass(Fr*, u32 logn, u32 s, u32 k, const Fr* [33], const Fr* [256]) with
             // s + k <= log_n and 2^(log_n-k) blocks of 2^(k-1) threads touches indices < 2^log_n.
             unsafe { b.launch(cfg) }.map_err(self.drv("launching ntt_pass"))?;
@@ -185,13 +201,27 @@ impl GpuDevice {
         Ok(())
     }
 
-    fn distribute_powers(&self, data: &mut DeviceBuffer<Scalar>, inverse: bool, scale: FrRaw) -> Result<()> {
+    fn distribute_powers(
+        &self,
+        data: &mut DeviceBuffer<Scalar>,
+        inverse: bool,
+        scale: FrRaw,
+    ) -> Result<()> {
         let t = self.ntt_tables()?;
-        let (lo, hi) = if inverse { (&t.ginv_lo, &t.ginv_hi) } else { (&t.g_lo, &t.g_hi) };
+        let (lo, hi) = if inverse {
+            (&t.ginv_lo, &t.ginv_hi)
+        } else {
+            (&t.g_lo, &t.g_hi)
+        };
         let f = self.function(&NTT, "ntt_distribute")?;
         let n = data.len() as u32;
         let mut b = self.stream().launch_builder(&f);
-        b.arg(&mut data.inner).arg(&n).arg(lo).arg(hi).arg(&COSET_BITS).arg(&scale);
+        b.arg(&mut data.inner)
+            .arg(&n)
+            .arg(lo)
+            .arg(hi)
+            .arg(&COSET_BITS)
+            .arg(&scale);
         // SAFETY: ntt_distribute(Fr*, u32 n, const Fr* lo[2^14], const Fr* hi[2^14], u32, Fr);
         // n <= 2^28 so i >> 14 < 2^14.
         unsafe { b.launch(grid(n as usize, 256)) }.map_err(self.drv("launching ntt_distribute"))?;
@@ -200,8 +230,10 @@ impl GpuDevice {
 
     fn fr_scale_raw(&self, data: &mut DeviceBuffer<Scalar>, c: FrRaw) -> Result<()> {
         let f = self.function(&NTT, "fr_scale")?;
-        let n = u32::try_from(data.len())
-            .map_err(|_| Error::Unsupported { op: "fr_scale", detail: "more than 2^32 elements".into() })?;
+        let n = u32::try_from(data.len()).map_err(|_| Error::Unsupported {
+            op: "fr_scale",
+            detail: "more than 2^32 elements".into(),
+        })?;
         let mut b = self.stream().launch_builder(&f);
         b.arg(&mut data.inner).arg(&n).arg(&c);
         // SAFETY: fr_scale(Fr*, u32 n, Fr) touches indices < n = data.len().
@@ -214,30 +246,50 @@ impl GpuDevice {
         self.fr_scale_raw(a, scalar_raw(&c))
     }
 
-    fn fr_binary(&self, name: &'static str, a: &mut DeviceBuffer<Scalar>, b: &DeviceBuffer<Scalar>) -> Result<()> {
+    fn fr_binary(
+        &self,
+        name: &'static str,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &DeviceBuffer<Scalar>,
+    ) -> Result<()> {
         check_len(name, a.len(), b.len())?;
-        let n = u32::try_from(a.len())
-            .map_err(|_| Error::Unsupported { op: name, detail: "more than 2^32 elements".into() })?;
+        let n = u32::try_from(a.len()).map_err(|_| Error::Unsupported {
+            op: name,
+            detail: "more than 2^32 elements".into(),
+        })?;
         let f = self.function(&NTT, name)?;
         let mut l = self.stream().launch_builder(&f);
         l.arg(&mut a.inner).arg(&b.inner).arg(&n);
         // SAFETY: (Fr* a, const Fr* b, u32 n) with a.len() == b.len() == n.
-        unsafe { l.launch(grid(n as usize, 256)) }.map_err(self.drv("launching an element-wise kernel"))?;
+        unsafe { l.launch(grid(n as usize, 256)) }
+            .map_err(self.drv("launching an element-wise kernel"))?;
         Ok(())
     }
 
     /// `a_i *= b_i`; lengths must match.
-    pub fn fr_mul_assign(&self, a: &mut DeviceBuffer<Scalar>, b: &DeviceBuffer<Scalar>) -> Result<()> {
+    pub fn fr_mul_assign(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &DeviceBuffer<Scalar>,
+    ) -> Result<()> {
         self.fr_binary("fr_mul_assign", a, b)
     }
 
     /// `a_i -= b_i`; lengths must match.
-    pub fn fr_sub_assign(&self, a: &mut DeviceBuffer<Scalar>, b: &DeviceBuffer<Scalar>) -> Result<()> {
+    pub fn fr_sub_assign(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &DeviceBuffer<Scalar>,
+    ) -> Result<()> {
         self.fr_binary("fr_sub_assign", a, b)
     }
 
     /// `a_i += b_i`; lengths must match.
-    pub fn fr_add_assign(&self, a: &mut DeviceBuffer<Scalar>, b: &DeviceBuffer<Scalar>) -> Result<()> {
+    pub fn fr_add_assign(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &DeviceBuffer<Scalar>,
+    ) -> Result<()> {
         self.fr_binary("fr_add_assign", a, b)
     }
 }

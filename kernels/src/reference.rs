@@ -8,7 +8,10 @@ use crate::ntt::{omega, NttKind};
 /// In-place radix-2 NTT on the CPU (serial; for tests). `a.len()` must be a power of two >= 2.
 pub fn ntt(a: &mut [Scalar], kind: NttKind) {
     let n = a.len();
-    assert!(n.is_power_of_two() && n >= 2, "NTT length must be 2^k, k >= 1");
+    assert!(
+        n.is_power_of_two() && n >= 2,
+        "NTT length must be 2^k, k >= 1"
+    );
     let log_n = n.trailing_zeros();
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
     if kind == NttKind::CosetForward {
@@ -89,7 +92,11 @@ mod tests {
             let a: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
             let w = omega(log_n);
             let naive: Vec<Scalar> = (0..n)
-                .map(|i| (0..n).fold(Scalar::ZERO, |acc, j| acc + a[j] * w.pow_vartime([(i * j) as u64])))
+                .map(|i| {
+                    (0..n).fold(Scalar::ZERO, |acc, j| {
+                        acc + a[j] * w.pow_vartime([(i * j) as u64])
+                    })
+                })
                 .collect();
             let mut b = a.clone();
             ntt(&mut b, NttKind::Forward);

@@ -15,10 +15,12 @@ const CHUNK: usize = 1024;
 /// `n` random scalars from `seed` (parallel, deterministic).
 pub fn scalars(seed: u64, n: usize) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; n];
-    out.par_chunks_mut(1 << 14).enumerate().for_each(|(c, chunk)| {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32) ^ 0x5ca1a7);
-        chunk.iter_mut().for_each(|s| *s = Scalar::random(&mut rng));
-    });
+    out.par_chunks_mut(1 << 14)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32) ^ 0x5ca1a7);
+            chunk.iter_mut().for_each(|s| *s = Scalar::random(&mut rng));
+        });
     out
 }
 
@@ -27,17 +29,21 @@ where
     P::AffineRepr: Send + Sync + Copy + Default,
 {
     let mut proj = vec![P::identity(); n];
-    proj.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 20) ^ 0xb45e);
-        let a = P::random(&mut rng);
-        let mut acc = P::random(&mut rng);
-        for p in chunk.iter_mut() {
-            *p = acc;
-            acc += a;
-        }
-    });
+    proj.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 20) ^ 0xb45e);
+            let a = P::random(&mut rng);
+            let mut acc = P::random(&mut rng);
+            for p in chunk.iter_mut() {
+                *p = acc;
+                acc += a;
+            }
+        });
     let mut out = vec![P::AffineRepr::default(); n];
-    out.par_chunks_mut(CHUNK).zip(proj.par_chunks(CHUNK)).for_each(|(o, p)| P::batch_normalize(p, o));
+    out.par_chunks_mut(CHUNK)
+        .zip(proj.par_chunks(CHUNK))
+        .for_each(|(o, p)| P::batch_normalize(p, o));
     out
 }
 
@@ -71,10 +77,16 @@ pub fn msm_g2_cpu(points: &[G2Affine], scalars: &[Scalar]) -> G2Projective {
 
 /// The seed for a test run: `$CUZK_TEST_SEED` if set, else derived from the clock.
 pub fn seed() -> u64 {
-    if let Some(s) = std::env::var("CUZK_TEST_SEED").ok().and_then(|s| s.parse().ok()) {
+    if let Some(s) = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         return s;
     }
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
 }
 
 /// The affine identity (x = y = 0 in blst's layout).

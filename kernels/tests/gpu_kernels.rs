@@ -18,7 +18,13 @@ use rayon::prelude::*;
 
 fn device() -> GpuDevice {
     let dev = GpuDevice::open(0).unwrap_or_else(|e| panic!("{e}"));
-    println!("device {} {} ({}), {} bytes", dev.pci_id(), dev.name(), dev.arch(), dev.total_memory());
+    println!(
+        "device {} {} ({}), {} bytes",
+        dev.pci_id(),
+        dev.name(),
+        dev.arch(),
+        dev.total_memory()
+    );
     dev
 }
 
@@ -36,7 +42,10 @@ fn field_ops_match_blstrs() {
     // Fr: random plus 0, 1, r - 1
     let mut a = scalars(seed, n);
     let mut b = scalars(seed + 1, n);
-    for (i, e) in [Scalar::ZERO, Scalar::ONE, minus_one()].into_iter().enumerate() {
+    for (i, e) in [Scalar::ZERO, Scalar::ONE, minus_one()]
+        .into_iter()
+        .enumerate()
+    {
         a[i] = e;
         b[i + 3] = e;
         a[i + 6] = e;
@@ -44,9 +53,21 @@ fn field_ops_match_blstrs() {
     }
     let got = field::fr_ops(&dev, &a, &b).unwrap();
     for i in 0..n {
-        let want = [a[i] + b[i], a[i] - b[i], a[i] * b[i], a[i].square(), -a[i], a[i].double()];
+        let want = [
+            a[i] + b[i],
+            a[i] - b[i],
+            a[i] * b[i],
+            a[i].square(),
+            -a[i],
+            a[i].double(),
+        ];
         for k in 0..6 {
-            assert_eq!(got[i][k], want[k], "Fr {} at {i} (seed {seed})", field::OPS[k]);
+            assert_eq!(
+                got[i][k],
+                want[k],
+                "Fr {} at {i} (seed {seed})",
+                field::OPS[k]
+            );
         }
     }
     // Fp and Fp2: coordinates of random points (valid reduced elements), plus 0, 1, p - 1
@@ -75,7 +96,12 @@ fn field_ops_match_blstrs() {
             host::fp_add(x, x),
         ];
         for k in 0..6 {
-            assert_eq!(got[i][k].l, want[k].l, "Fp {} at {i} (seed {seed})", field::OPS[k]);
+            assert_eq!(
+                got[i][k].l,
+                want[k].l,
+                "Fp {} at {i} (seed {seed})",
+                field::OPS[k]
+            );
         }
     }
     let got = field::fp2_ops(&dev, &a2, &b2).unwrap();
@@ -90,8 +116,18 @@ fn field_ops_match_blstrs() {
             host::fp2_add(x, x),
         ];
         for k in 0..6 {
-            assert_eq!(got[i][k].fp[0].l, want[k].fp[0].l, "Fp2 {} c0 at {i} (seed {seed})", field::OPS[k]);
-            assert_eq!(got[i][k].fp[1].l, want[k].fp[1].l, "Fp2 {} c1 at {i} (seed {seed})", field::OPS[k]);
+            assert_eq!(
+                got[i][k].fp[0].l,
+                want[k].fp[0].l,
+                "Fp2 {} c0 at {i} (seed {seed})",
+                field::OPS[k]
+            );
+            assert_eq!(
+                got[i][k].fp[1].l,
+                want[k].fp[1].l,
+                "Fp2 {} c1 at {i} (seed {seed})",
+                field::OPS[k]
+            );
         }
     }
 }
@@ -120,7 +156,12 @@ fn ntt_matches_bellperson_at_every_size_up_to_2_22() {
         let n = 1usize << log_n;
         let input = scalars(seed + log_n as u64, n);
         let kinds: &[NttKind] = if log_n <= 18 {
-            &[NttKind::Forward, NttKind::Inverse, NttKind::CosetForward, NttKind::CosetInverse]
+            &[
+                NttKind::Forward,
+                NttKind::Inverse,
+                NttKind::CosetForward,
+                NttKind::CosetInverse,
+            ]
         } else {
             &[NttKind::Forward, NttKind::CosetInverse]
         };
@@ -138,7 +179,10 @@ fn ntt_matches_bellperson_at_every_size_up_to_2_22() {
         dev.ntt(&mut buf, NttKind::Inverse).unwrap();
         dev.ntt(&mut buf, NttKind::CosetForward).unwrap();
         dev.ntt(&mut buf, NttKind::CosetInverse).unwrap();
-        assert!(dev.download(&buf).unwrap() == input, "round trip 2^{log_n} (seed {seed})");
+        assert!(
+            dev.download(&buf).unwrap() == input,
+            "round trip 2^{log_n} (seed {seed})"
+        );
     }
 }
 
@@ -146,9 +190,14 @@ fn ntt_matches_bellperson_at_every_size_up_to_2_22() {
 fn evaluate(a: &[Scalar], x: Scalar) -> Scalar {
     let chunk = 1 << 16;
     let xc = x.pow_vartime([chunk as u64]);
-    let parts: Vec<Scalar> =
-        a.par_chunks(chunk).map(|c| c.iter().rev().fold(Scalar::ZERO, |acc, &v| acc * x + v)).collect();
-    parts.iter().rev().fold(Scalar::ZERO, |acc, &p| acc * xc + p)
+    let parts: Vec<Scalar> = a
+        .par_chunks(chunk)
+        .map(|c| c.iter().rev().fold(Scalar::ZERO, |acc, &v| acc * x + v))
+        .collect();
+    parts
+        .iter()
+        .rev()
+        .fold(Scalar::ZERO, |acc, &p| acc * xc + p)
 }
 
 #[test]
@@ -169,15 +218,26 @@ fn ntt_at_2_26_evaluates_the_polynomial() {
     for _ in 0..3 {
         let i = (rng.next_u64() as usize) % n;
         let x = g * w.pow_vartime([i as u64]);
-        assert_eq!(out[i], evaluate(&input, x), "coset evaluation at {i} (seed {seed})");
+        assert_eq!(
+            out[i],
+            evaluate(&input, x),
+            "coset evaluation at {i} (seed {seed})"
+        );
     }
     dev.ntt(&mut buf, NttKind::CosetInverse).unwrap();
     dev.ntt(&mut buf, NttKind::Forward).unwrap();
     let fwd = dev.download(&buf).unwrap();
     let i = (rng.next_u64() as usize) % n;
-    assert_eq!(fwd[i], evaluate(&input, w.pow_vartime([i as u64])), "evaluation at {i} (seed {seed})");
+    assert_eq!(
+        fwd[i],
+        evaluate(&input, w.pow_vartime([i as u64])),
+        "evaluation at {i} (seed {seed})"
+    );
     dev.ntt(&mut buf, NttKind::Inverse).unwrap();
-    assert!(dev.download(&buf).unwrap() == input, "round trip 2^26 (seed {seed})");
+    assert!(
+        dev.download(&buf).unwrap() == input,
+        "round trip 2^26 (seed {seed})"
+    );
 }
 
 #[test]
@@ -197,10 +257,17 @@ fn h_polynomial_element_ops_match_blstrs() {
     dev.fr_add_assign(&mut da, &db).unwrap();
     let got = dev.download(&da).unwrap();
     for i in 0..n {
-        assert_eq!(got[i], (a[i] * b[i] - b[i]) * c + b[i], "at {i} (seed {seed})");
+        assert_eq!(
+            got[i],
+            (a[i] * b[i] - b[i]) * c + b[i],
+            "at {i} (seed {seed})"
+        );
     }
     let short = dev.upload(&b[..10]).unwrap();
-    assert!(dev.fr_mul_assign(&mut da, &short).is_err(), "length mismatch must be an error");
+    assert!(
+        dev.fr_mul_assign(&mut da, &short).is_err(),
+        "length mismatch must be an error"
+    );
     let z = cuzk_kernels::coset_z_inverse(12);
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
     assert_eq!(z * (g.pow_vartime([4096u64]) - Scalar::ONE), Scalar::ONE);
@@ -252,12 +319,30 @@ fn msm_g1_matches_blstrs() {
     };
     one_case(&[p], &[minus_one()], "n=1, scalar r-1");
     one_case(&[p], &[Scalar::ZERO], "n=1, zero scalar");
-    one_case(&[G1Affine::identity()], &[Scalar::from(5u64)], "n=1, identity point");
-    one_case(&[p, p], &[Scalar::from(3u64), Scalar::from(3u64)], "n=2, repeated point (doubling in a bucket)");
-    one_case(&[p, p], &[Scalar::from(3u64), -Scalar::from(3u64)], "n=2, P and -P cancel");
-    one_case(&[p, points[1], G1Affine::identity()], &[minus_one(), Scalar::ONE, minus_one()], "n=3");
+    one_case(
+        &[G1Affine::identity()],
+        &[Scalar::from(5u64)],
+        "n=1, identity point",
+    );
+    one_case(
+        &[p, p],
+        &[Scalar::from(3u64), Scalar::from(3u64)],
+        "n=2, repeated point (doubling in a bucket)",
+    );
+    one_case(
+        &[p, p],
+        &[Scalar::from(3u64), -Scalar::from(3u64)],
+        "n=2, P and -P cancel",
+    );
+    one_case(
+        &[p, points[1], G1Affine::identity()],
+        &[minus_one(), Scalar::ONE, minus_one()],
+        "n=3",
+    );
     one_case(&points[..1000], &[Scalar::ZERO; 1000], "n=1000, all zero");
-    let small: Vec<Scalar> = (0..(1 << 16) + 1).map(|i| Scalar::from((i % 2) as u64)).collect();
+    let small: Vec<Scalar> = (0..(1 << 16) + 1)
+        .map(|i| Scalar::from((i % 2) as u64))
+        .collect();
     one_case(&points[..small.len()], &small, "n=2^16+1, 0/1 scalars");
     for n in [1usize, 2, 3, 1000, (1 << 16) + 1, 1 << 20] {
         let mut pts = points[..n].to_vec();
@@ -272,9 +357,19 @@ fn msm_g1_matches_blstrs() {
     // a range in the middle of resident bases
     let sc = scalars(seed + 99, 5000);
     let got = dev.msm_g1(&bases_all, 7000..12000, &sc).unwrap();
-    assert_eq!(got, msm_g1_cpu(&points[7000..12000], &sc), "G1 range (seed {seed})");
-    assert!(dev.msm_g1(&bases_all, 0..10, &sc).is_err(), "length mismatch must be an error");
-    assert!(dev.msm_g1(&bases_all, max - 1..max + 1, &sc[..2]).is_err(), "range past the end must be an error");
+    assert_eq!(
+        got,
+        msm_g1_cpu(&points[7000..12000], &sc),
+        "G1 range (seed {seed})"
+    );
+    assert!(
+        dev.msm_g1(&bases_all, 0..10, &sc).is_err(),
+        "length mismatch must be an error"
+    );
+    assert!(
+        dev.msm_g1(&bases_all, max - 1..max + 1, &sc[..2]).is_err(),
+        "range past the end must be an error"
+    );
     points.truncate(0);
 }
 
@@ -294,10 +389,26 @@ fn msm_g2_matches_blstrs() {
     };
     one_case(&[p], &[minus_one()], "n=1, scalar r-1");
     one_case(&[p], &[Scalar::ZERO], "n=1, zero scalar");
-    one_case(&[G2Affine::identity()], &[Scalar::from(5u64)], "n=1, identity point");
-    one_case(&[p, p], &[Scalar::from(3u64), Scalar::from(3u64)], "n=2, repeated point");
-    one_case(&[p, p], &[Scalar::from(3u64), -Scalar::from(3u64)], "n=2, P and -P cancel");
-    one_case(&[p, points[1], G2Affine::identity()], &[minus_one(), Scalar::ONE, minus_one()], "n=3");
+    one_case(
+        &[G2Affine::identity()],
+        &[Scalar::from(5u64)],
+        "n=1, identity point",
+    );
+    one_case(
+        &[p, p],
+        &[Scalar::from(3u64), Scalar::from(3u64)],
+        "n=2, repeated point",
+    );
+    one_case(
+        &[p, p],
+        &[Scalar::from(3u64), -Scalar::from(3u64)],
+        "n=2, P and -P cancel",
+    );
+    one_case(
+        &[p, points[1], G2Affine::identity()],
+        &[minus_one(), Scalar::ONE, minus_one()],
+        "n=3",
+    );
     for n in [1usize, 2, 3, 1000, (1 << 16) + 1, 1 << 20] {
         let mut pts = points[..n].to_vec();
         let sc = msm_case(seed + n as u64, n, &mut pts, G2Affine::identity());
@@ -317,5 +428,9 @@ fn device_identity_is_reported() {
     assert!(dev.total_memory() > 0);
     assert!(dev.arch().starts_with("sm_"));
     assert_ne!(dev.uuid(), [0u8; 16]);
-    let _ = (G1Projective::identity(), G2Projective::identity(), G1Projective::generator().to_affine());
+    let _ = (
+        G1Projective::identity(),
+        G2Projective::identity(),
+        G1Projective::generator().to_affine(),
+    );
 }

@@ -4,7 +4,9 @@
 //! 'nvidia-cuda-nvrtc==13.0.*'` and `LD_LIBRARY_PATH=.ci/nvrtc/nvidia/cu13/lib`). Without it
 //! this test fails, on purpose: broken CUDA must not land silently.
 
-use cuzk_kernels::compile::{compile_all, compile_module, ensure_nvrtc, nvrtc_version, KernelModule, MODULES};
+use cuzk_kernels::compile::{
+    compile_all, compile_module, ensure_nvrtc, nvrtc_version, KernelModule, MODULES,
+};
 
 #[test]
 fn kernels_compile_for_sm_90() {
@@ -15,11 +17,21 @@ fn kernels_compile_for_sm_90() {
     for m in MODULES {
         let t = std::time::Instant::now();
         let cubin = compile_module(m, "sm_90").unwrap_or_else(|e| panic!("{e}"));
-        println!("nvrtc {major}.{minor}: {} -> {} bytes of CUBIN for sm_90 in {:.1?}", m.name, cubin.len(), t.elapsed());
+        println!(
+            "nvrtc {major}.{minor}: {} -> {} bytes of CUBIN for sm_90 in {:.1?}",
+            m.name,
+            cubin.len(),
+            t.elapsed()
+        );
         assert!(!cubin.is_empty());
     }
     // the public entry point the engine's checks use
-    assert_eq!(compile_all("sm_90").map(|v| v.len()).unwrap_or_else(|e| panic!("{e}")), MODULES.len());
+    assert_eq!(
+        compile_all("sm_90")
+            .map(|v| v.len())
+            .unwrap_or_else(|e| panic!("{e}")),
+        MODULES.len()
+    );
 }
 
 #[test]
@@ -28,7 +40,16 @@ fn kernels_compile_reports_the_nvrtc_log() {
         panic!("{e}");
     }
     const BROKEN: &str = "extern \"C\" __global__ void k() { this_is_not_cuda; }";
-    let m = KernelModule { name: "broken", defines: &[], sources: &[BROKEN] };
-    let err = compile_module(&m, "sm_90").expect_err("a syntax error must fail").to_string();
-    assert!(err.contains("this_is_not_cuda"), "the error should carry NVRTC's log: {err}");
+    let m = KernelModule {
+        name: "broken",
+        defines: &[],
+        sources: &[BROKEN],
+    };
+    let err = compile_module(&m, "sm_90")
+        .expect_err("a syntax error must fail")
+        .to_string();
+    assert!(
+        err.contains("this_is_not_cuda"),
+        "the error should carry NVRTC's log: {err}"
+    );
 }

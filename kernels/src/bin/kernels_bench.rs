@@ -1,14 +1,13 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick]` on a GPU machine. Times are medians of several runs after
+//! Usage: `kernels_bench [--quick] [--only ntt|g1|g2]` on a GPU machine. Times are medians of several runs after
 //! a warm-up, each run ending with a device synchronisation. MSM times are with bases and
 //! scalars already on the device; the "+ H2D" column adds uploading scalars from the host.
 //! Points: 2^22 distinct random G1 points (2^20 for G2), repeated to fill larger sizes.
 
 use std::time::{Duration, Instant};
 
-use blstrs::Scalar;
 use cuzk_kernels::testdata::{g1_points, g2_points, scalars};
 use cuzk_kernels::{GpuDevice, NttKind};
 
@@ -19,11 +18,15 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn time<F: FnMut()>(runs: usize, mut f: F) -> Duration {
     f(); // warm-up (also compiles or loads the kernels)
-    median((0..runs).map(|_| {
-        let t = Instant::now();
-        f();
-        t.elapsed()
-    }).collect())
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
 }
 
 fn ms(d: Duration) -> f64 {
@@ -31,11 +34,37 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let want = |what: &str| only.as_deref().is_none_or(|o| o == what);
     let dev = GpuDevice::open(0)?;
-    println!("# cuzk-kernels bench on {} ({}, PCI {}, {} GiB)", dev.name(), dev.arch(), dev.pci_id(), dev.total_memory() >> 30);
+    println!(
+        "# cuzk-kernels bench on {} ({}, PCI {}, {} GiB)",
+        dev.name(),
+        dev.arch(),
+        dev.pci_id(),
+        dev.total_memory() >> 30
+    );
     let runs = if quick { 3 } else { 5 };
 
+    if want("ntt") {
+        bench_ntt(&dev, quick, runs)?;
+    }
+    if want("g1") {
+        bench_g1(&dev, quick, runs)?;
+    }
+    if want("g2") {
+        bench_g2(&dev, quick, runs)?;
+    }
+    Ok(())
+}
+
+fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
     println!("\n## Fr NTT (forward, data on the device)");
     println!("| size | cuzk ms | sppark ms | target ms |");
     println!("|---|---|---|---|");
@@ -56,8 +85,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let target = if log == 27 { "35" } else { "" };
         println!("| 2^{log} | {:.2} | {sppark} | {target} |", ms(t));
     }
-    drop(data);
+    Ok(())
+}
 
+fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
     println!("\n## G1 MSM (bases on the device)");
     println!("| size | cuzk ms | + H2D of scalars ms | sppark ms | target ms |");
     println!("|---|---|---|---|---|");
@@ -87,10 +118,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             _ => "",
         };
         let target = if log == 26 { "300" } else { "" };
-        println!("| 2^{log} | {:.1} | {:.1} | {sppark} | {target} |", ms(t), ms(th));
+        println!(
+            "| 2^{log} | {:.1} | {:.1} | {sppark} | {target} |",
+            ms(t),
+            ms(th)
+        );
     }
-    drop(bases);
+    Ok(())
+}
 
+fn bench_g2(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
     println!("\n## G2 MSM (bases on the device)");
     println!("| size | cuzk ms | + H2D of scalars ms | sppark ms | target ms |");
     println!("|---|---|---|---|---|");
@@ -102,6 +139,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let bases = dev.upload_g2_bases(&pts)?;
     drop(pts);
+    let sc = scalars(3, 1 << max_g2);
     for log in 20..=max_g2 {
         let n = 1usize << log;
         let dsc = dev.upload(&sc[..n])?;
@@ -118,8 +156,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             _ => "",
         };
         let target = if log == 24 { "250" } else { "" };
-        println!("| 2^{log} | {:.1} | {:.1} | {sppark} | {target} |", ms(t), ms(th));
+        println!(
+            "| 2^{log} | {:.1} | {:.1} | {sppark} | {target} |",
+            ms(t),
+            ms(th)
+        );
     }
-    let _ = Scalar::from(0u64);
     Ok(())
 }
