@@ -28,3 +28,18 @@ extern "C" __global__ void fr_test_mont(const Fr* a, Fr* out, u32 n) {
     out[2 * i] = c;
     out[2 * i + 1] = to_mont(c);
 }
+
+// Throughput probes: each thread runs two independent chains of `iters` products.
+template <class F>
+DEVI void mul_rate(F* data, u32 n, u32 iters) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F x = data[i], y = data[(i + 1) % n], z = data[(i + 2) % n];
+    for (u32 k = 0; k < iters; k++) {
+        x = x * y;
+        z = z * y;
+    }
+    data[i] = x + z;
+}
+extern "C" __global__ void fr_mul_rate(Fr* data, u32 n, u32 iters) { mul_rate(data, n, iters); }
+extern "C" __global__ void fp_mul_rate(Fp* data, u32 n, u32 iters) { mul_rate(data, n, iters); }

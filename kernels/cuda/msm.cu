@@ -247,3 +247,14 @@ extern "C" __global__ void MSM_NAME(curve_test_ops)(const PAffine* __restrict__ 
     xyzz_add(r2, b);
     out[3 * i + 2] = xyzz_to_jacobian(r2);
 }
+
+// Throughput probe: each thread adds `iters` affine points (from a small table of `m`) into
+// an XYZZ accumulator; out[i] receives the result so nothing is optimised away.
+extern "C" __global__ void MSM_NAME(curve_madd_rate)(const PAffine* __restrict__ pts, u32 m, u32 n, u32 iters,
+                                                     PXyzz* __restrict__ out) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    PXyzz acc = PXyzz::inf();
+    for (u32 k = 0; k < iters; k++) xyzz_add_affine(acc, pts[(i + k * 7) % m]);
+    out[i] = acc;
+}

@@ -9,6 +9,7 @@
 //! | [`layout`] | device layouts of blstrs types (`Scalar`, `G1Affine`, `G2Affine`) with size assertions |
 //! | [`ntt`] | forward / inverse / coset Fr NTT with bellperson's conventions, element-wise Fr ops |
 //! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
+//! | [`probe`] | raw throughput probes (field products, point additions per second) |
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
 //! | [`reference`] | CPU references (NTT as bellperson computes it) |
 //! | [`testdata`] | seeded random scalars and points made quickly, CPU MSM for comparison |
@@ -27,6 +28,7 @@ pub mod field;
 pub mod layout;
 pub mod msm;
 pub mod ntt;
+pub mod probe;
 pub mod reference;
 pub mod testdata;
 

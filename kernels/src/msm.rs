@@ -121,6 +121,10 @@ impl<C: MsmCurve> Bases<C> {
     pub fn num_bytes(&self) -> usize {
         self.buf.num_bytes()
     }
+    /// The raw device buffer of affine points.
+    pub fn raw(&self) -> &cudarc::driver::CudaSlice<<C::Affine as DeviceElem>::Raw> {
+        self.buf.raw()
+    }
 }
 
 impl<C: MsmCurve> std::fmt::Debug for Bases<C> {

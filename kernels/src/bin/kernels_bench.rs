@@ -52,6 +52,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let runs = if quick { 3 } else { 5 };
 
+    if want("rates") {
+        let (fr, fp) = cuzk_kernels::probe::field_mul_rates(&dev)?;
+        println!("\n## Raw rates (sppark on an H200: Fp mul 2.68e10/s, Fr mul 5.9e10/s, G1 madd 2.59e9/s, G2 add 8.2e8/s)");
+        println!("Fr mul {fr:.3e}/s, Fp mul {fp:.3e}/s (inline products)");
+        let g1 = dev.upload_g1_bases(&g1_points(5, 1024))?;
+        let g2 = dev.upload_g2_bases(&g2_points(6, 1024))?;
+        let r1 = cuzk_kernels::probe::madd_rate(&dev, &g1)?;
+        let r2 = cuzk_kernels::probe::madd_rate(&dev, &g2)?;
+        println!("G1 madd {r1:.3e}/s, G2 madd {r2:.3e}/s (as in the MSM kernels)");
+    }
     if want("ntt") {
         bench_ntt(&dev, quick, runs)?;
     }
