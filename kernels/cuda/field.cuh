@@ -17,6 +17,62 @@ typedef long long i64;
 #define MUL_FN DEVI
 #endif
 
+// Carry-chain primitives, one PTX instruction each. `asm volatile` keeps the statements of
+// a chain in program order (the carry flag is invisible to the compiler). On the host (a
+// plain C++ compiler, used to unit-test the algorithms) they are emulated with a carry
+// variable.
+#if defined(__CUDA_ARCH__) || defined(__CUDACC_RTC__)
+#define PTX1(name, op)                                                              \
+    DEVI u32 name(u32 a, u32 b) {                                                   \
+        u32 d;                                                                      \
+        asm volatile(op " %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));                \
+        return d;                                                                   \
+    }
+#define PTX2(name, op)                                                              \
+    DEVI u32 name(u32 a, u32 b, u32 c) {                                            \
+        u32 d;                                                                      \
+        asm volatile(op " %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));    \
+        return d;                                                                   \
+    }
+PTX1(add_cc, "add.cc.u32")
+PTX1(addc_cc, "addc.cc.u32")
+PTX1(addc, "addc.u32")
+PTX1(sub_cc, "sub.cc.u32")
+PTX1(subc_cc, "subc.cc.u32")
+PTX1(subc, "subc.u32")
+PTX2(mad_lo_cc, "mad.lo.cc.u32")
+PTX2(madc_lo_cc, "madc.lo.cc.u32")
+PTX2(mad_hi_cc, "mad.hi.cc.u32")
+PTX2(madc_hi_cc, "madc.hi.cc.u32")
+PTX2(madc_hi, "madc.hi.u32")
+#else
+static u32 host_cc;
+#define HOSTOP(name, expr, setcc)                                                   \
+    inline u32 name(u32 a, u32 b) {                                                 \
+        u64 t = (expr);                                                             \
+        if (setcc) host_cc = (u32)(t >> 32) & 1;                                    \
+        return (u32)t;                                                              \
+    }
+HOSTOP(add_cc, (u64)a + b, 1)
+HOSTOP(addc_cc, (u64)a + b + host_cc, 1)
+HOSTOP(addc, (u64)a + b + host_cc, 0)
+HOSTOP(sub_cc, (u64)a - b, 1)
+HOSTOP(subc_cc, (u64)a - b - host_cc, 1)
+HOSTOP(subc, (u64)a - b - host_cc, 0)
+#define HOSTMAD(name, part, cin, setcc)                                             \
+    inline u32 name(u32 a, u32 b, u32 c) {                                          \
+        u64 p = (u64)a * b;                                                         \
+        u64 t = (u64)(u32)(part) + c + (cin);                                       \
+        if (setcc) host_cc = (u32)(t >> 32);                                        \
+        return (u32)t;                                                              \
+    }
+HOSTMAD(mad_lo_cc, p, 0, 1)
+HOSTMAD(madc_lo_cc, p, host_cc, 1)
+HOSTMAD(mad_hi_cc, p >> 32, 0, 1)
+HOSTMAD(madc_hi_cc, p >> 32, host_cc, 1)
+HOSTMAD(madc_hi, p >> 32, host_cc, 0)
+#endif
+
 __constant__ u32 FP_MOD[12] = {0xffffaaab, 0xb9feffff, 0xb153ffff, 0x1eabfffe,
                                0xf6b0f624, 0x6730d2a0, 0xf38512bf, 0x64774b84,
                                0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
@@ -86,11 +142,10 @@ DEVI void mont_reduce_once(u32 (&a)[C::N]) {
     const int N = C::N;
     u32 s[N];
     u32 borrow;
-    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(a[0]), "r"(C::m(0)));
+    s[0] = sub_cc(a[0], C::m(0));
 #pragma unroll
-    for (int i = 1; i < N; i++)
-        asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(s[i]) : "r"(a[i]), "r"(C::m(i)));
-    asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
+    for (int i = 1; i < N; i++) s[i] = subc_cc(a[i], C::m(i));
+    borrow = subc(0, 0);
 #pragma unroll
     for (int i = 0; i < N; i++) a[i] = borrow ? a[i] : s[i];
 }
@@ -99,10 +154,9 @@ template <class C>
 DEVI Mont<C> operator+(const Mont<C>& a, const Mont<C>& b) {
     const int N = C::N;
     Mont<C> r;
-    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+    r.v[0] = add_cc(a.v[0], b.v[0]);
 #pragma unroll
-    for (int i = 1; i < N; i++)
-        asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
+    for (int i = 1; i < N; i++) r.v[i] = addc_cc(a.v[i], b.v[i]);
     // both moduli are below 2^(32N-1), so a + b never carries out of the top limb
     mont_reduce_once<C>(r.v);
     return r;
@@ -113,16 +167,14 @@ DEVI Mont<C> operator-(const Mont<C>& a, const Mont<C>& b) {
     const int N = C::N;
     Mont<C> r;
     u32 borrow;
-    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+    r.v[0] = sub_cc(a.v[0], b.v[0]);
 #pragma unroll
-    for (int i = 1; i < N; i++)
-        asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
-    asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
+    for (int i = 1; i < N; i++) r.v[i] = subc_cc(a.v[i], b.v[i]);
+    borrow = subc(0, 0);
     // add the modulus back when the subtraction borrowed (mask is 0 or all ones)
-    asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(r.v[0]) : "r"(C::m(0) & borrow));
+    r.v[0] = add_cc(r.v[0], C::m(0) & borrow);
 #pragma unroll
-    for (int i = 1; i < N; i++)
-        asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(r.v[i]) : "r"(C::m(i) & borrow));
+    for (int i = 1; i < N; i++) r.v[i] = addc_cc(r.v[i], C::m(i) & borrow);
     return r;
 }
 
@@ -136,50 +188,78 @@ DEVI Mont<C> dbl(const Mont<C>& a) {
     return a + a;
 }
 
-// Montgomery product a * b * 2^(-32N) mod m, CIOS with N + 2 accumulator words.
+// Montgomery product a * b * 2^(-32N) mod m, CIOS with the limbs split into two
+// accumulators (the technique of sppark's mont_t): `even` collects a[2k] * b_i at positions
+// 2k, 2k+1 and `odd` collects a[2k+1] * b_i one word up, so each row is two independent
+// carry chains of N instructions. After each reduction the two arrays swap roles (the
+// one-word shift is free): the new aligned array absorbs the lowest word of the other, whose
+// carry enters the other's next chain. Needs N even and a modulus below 2^(32N - 1).
+template <int N>
+DEVI void eo_mul_n(u32* acc, const u32* a, u32 bi) {
+#pragma unroll
+    for (int j = 0; j < N; j += 2) {
+        acc[j] = a[j] * bi;
+        acc[j + 1] = __umulhi(a[j], bi);
+    }
+}
+template <int N>
+DEVI void eo_cmad_n(u32* acc, const u32* a, u32 bi) {
+    acc[0] = mad_lo_cc(a[0], bi, acc[0]);
+    acc[1] = madc_hi_cc(a[0], bi, acc[1]);
+#pragma unroll
+    for (int j = 2; j < N; j += 2) {
+        acc[j] = madc_lo_cc(a[j], bi, acc[j]);
+        acc[j + 1] = madc_hi_cc(a[j], bi, acc[j + 1]);
+    }
+}
+template <int N>
+DEVI void eo_madc_n_rshift(u32* odd, const u32* a, u32 bi) {
+#pragma unroll
+    for (int j = 0; j < N - 2; j += 2) {
+        odd[j] = madc_lo_cc(a[j], bi, odd[j + 2]);
+        odd[j + 1] = madc_hi_cc(a[j], bi, odd[j + 3]);
+    }
+    odd[N - 2] = madc_lo_cc(a[N - 2], bi, 0);
+    odd[N - 1] = madc_hi(a[N - 2], bi, 0);
+}
+template <class C>
+DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, const u32* mod_odd, u32 bi,
+                        bool first) {
+    const int N = C::N;
+    if (first) {
+        eo_mul_n<N>(odd, a + 1, bi);
+        eo_mul_n<N>(even, a, bi);
+    } else {
+        even[0] = add_cc(even[0], odd[1]);
+        eo_madc_n_rshift<N>(odd, a + 1, bi);
+        eo_cmad_n<N>(even, a, bi);
+        odd[N - 1] = addc(odd[N - 1], 0);
+    }
+    u32 mi = even[0] * C::inv();
+    eo_cmad_n<N>(odd, mod_odd, mi);
+    eo_cmad_n<N>(even, mod_even, mi);
+    odd[N - 1] = addc(odd[N - 1], 0);
+}
+
 template <class C>
 MUL_FN Mont<C> operator*(const Mont<C>& a, const Mont<C>& b) {
     const int N = C::N;
-    u32 t[N + 2];
+    u32 mod[N + 1];
 #pragma unroll
-    for (int i = 0; i < N + 2; i++) t[i] = 0;
+    for (int i = 0; i < N; i++) mod[i] = C::m(i);
+    mod[N] = 0;
+    u32 even[N], odd[N + 1];
 #pragma unroll
-    for (int i = 0; i < N; i++) {
-        const u32 bi = b.v[i];
-        // t += a * b[i]: low halves into t[0..N), high halves into t[1..N]
-        asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.v[0]), "r"(bi));
-#pragma unroll
-        for (int j = 1; j < N; j++)
-            asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.v[j]), "r"(bi));
-        asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-        asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-        asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.v[0]), "r"(bi));
-#pragma unroll
-        for (int j = 1; j < N; j++)
-            asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.v[j]), "r"(bi));
-        asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-        // t += m * modulus with m chosen so that t[0] becomes 0
-        const u32 m = t[0] * C::inv();
-        asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(C::m(0)), "r"(m));
-#pragma unroll
-        for (int j = 1; j < N; j++)
-            asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(C::m(j)), "r"(m));
-        asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-        asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-        asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(C::m(0)), "r"(m));
-#pragma unroll
-        for (int j = 1; j < N; j++)
-            asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(C::m(j)), "r"(m));
-        asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-        // divide by 2^32
-#pragma unroll
-        for (int j = 0; j <= N; j++) t[j] = t[j + 1];
-        t[N + 1] = 0;
+    for (int i = 0; i < N; i += 2) {
+        eo_mad_n_redc<C>(even, odd, a.v, mod, mod + 1, b.v[i], i == 0);
+        eo_mad_n_redc<C>(odd, even, a.v, mod, mod + 1, b.v[i + 1], false);
     }
-    // t < 2m here; t[N] is 0
+    // merge: result = even + odd one word down
     Mont<C> r;
+    r.v[0] = add_cc(even[0], odd[1]);
 #pragma unroll
-    for (int i = 0; i < N; i++) r.v[i] = t[i];
+    for (int i = 1; i < N - 1; i++) r.v[i] = addc_cc(even[i], odd[i + 1]);
+    r.v[N - 1] = addc(even[N - 1], 0);
     mont_reduce_once<C>(r.v);
     return r;
 }
