@@ -19,6 +19,7 @@ pub struct BellpersonLogProbe {
 }
 
 static PROBE: OnceLock<BellpersonLogProbe> = OnceLock::new();
+static INSTALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 impl log::Log for BellpersonLogProbe {
     fn enabled(&self, m: &log::Metadata) -> bool {
@@ -44,10 +45,16 @@ impl BellpersonLogProbe {
         match log::set_logger(probe) {
             Ok(()) => {
                 log::set_max_level(log::LevelFilter::Info);
+                INSTALLED.store(true, std::sync::atomic::Ordering::SeqCst);
                 Some(probe)
             }
             Err(_) => None,
         }
+    }
+
+    /// The installed probe, if [`install`](Self::install) succeeded.
+    pub fn get() -> Option<&'static BellpersonLogProbe> {
+        PROBE.get().filter(|_| INSTALLED.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// Takes the last reported duration whose line starts with `prefix`, clearing the buffer.

@@ -157,7 +157,8 @@ impl Reporter {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
+    let cli = Cli::parse();
+    let subscriber = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -167,9 +168,15 @@ fn main() -> ExitCode {
             tracing_subscriber::fmt::format::FmtSpan::CLOSE
         } else {
             tracing_subscriber::fmt::format::FmtSpan::NONE
-        })
-        .init();
-    let cli = Cli::parse();
+        });
+    if matches!(cli.cmd, Cmd::Bench { .. }) {
+        // bench reads bellperson's own `log` timing lines: it owns the `log` logger, so the
+        // subscriber is installed without the log bridge.
+        BellpersonLogProbe::install();
+        let _ = tracing::subscriber::set_global_default(subscriber.finish());
+    } else {
+        subscriber.init();
+    }
     let store = SrsStore::new(
         cli.params_dir
             .clone()
@@ -414,7 +421,7 @@ fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> Result<()> {
 }
 
 fn bench(store: &SrsStore, kinds: &[ProofKind], runs: usize, size: SectorSize) -> Result<()> {
-    let probe = BellpersonLogProbe::install();
+    let probe = BellpersonLogProbe::get();
     let rep = Reporter::new();
     for kind in kinds {
         ensure_params(store, RegisteredProof::latest(*kind, size), 1, &rep)?;

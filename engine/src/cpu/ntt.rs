@@ -84,15 +84,21 @@ fn butterflies(lo: &mut [Scalar], hi: &mut [Scalar], tw: &[Scalar], j0: usize, s
     }
 }
 
-/// Runs stages `half = 1, 2, ..` while `2*half <= a.len()` on one block (whose global size is
-/// `m`, which fixes the twiddle strides).
-fn local_stages(a: &mut [Scalar], tw: &[Scalar], m: usize) {
+/// The twiddles of the stage with butterfly span `half`, contiguous: `tw[j * m/(2 half)]`.
+fn stage_twiddles(tw: &[Scalar], half: usize, m: usize) -> Vec<Scalar> {
+    let stride = m / (2 * half);
+    (0..half).into_par_iter().with_min_len(4096).map(|j| tw[j * stride]).collect()
+}
+
+/// Runs stages `half = 1, 2, ..` while `2*half <= a.len()` on one block; `local_tw` holds the
+/// contiguous twiddles of stage `half` at offset `half - 1`.
+fn local_stages(a: &mut [Scalar], local_tw: &[Scalar]) {
     let mut half = 1;
     while half < a.len() {
-        let stride = m / (2 * half);
+        let t = &local_tw[half - 1..2 * half - 1];
         for blk in a.chunks_mut(2 * half) {
             let (lo, hi) = blk.split_at_mut(half);
-            butterflies(lo, hi, tw, 0, stride);
+            butterflies(lo, hi, t, 0, 1);
         }
         half *= 2;
     }
@@ -103,20 +109,31 @@ fn local_stages(a: &mut [Scalar], tw: &[Scalar], m: usize) {
 fn transform(a: &mut [Scalar], tw: &[Scalar], log_m: u32) {
     let m = a.len();
     bit_reverse(a, log_m);
-    // stages inside cache-sized blocks, one block per task
+    // stages inside cache-sized blocks, one block per task, with compact twiddle tables
     let local = 1usize << LOCAL_LOG.min(log_m);
-    a.par_chunks_mut(local).for_each(|blk| local_stages(blk, tw, m));
+    let mut local_tw = Vec::with_capacity(local);
+    let mut half = 1;
+    while half < local {
+        local_tw.extend(stage_twiddles(tw, half, m));
+        half *= 2;
+    }
+    a.par_chunks_mut(local).for_each(|blk| local_stages(blk, &local_tw));
     // the remaining stages span several blocks: split each block's butterflies
-    let mut half = local;
     while half < m {
-        let stride = m / (2 * half);
+        let compact;
+        let t: &[Scalar] = if m / (2 * half) == 1 {
+            tw
+        } else {
+            compact = stage_twiddles(tw, half, m);
+            &compact
+        };
         let piece = (half / (rayon::current_num_threads() * 4)).clamp(1024, half);
         for blk in a.chunks_mut(2 * half) {
             let (lo, hi) = blk.split_at_mut(half);
             lo.par_chunks_mut(piece)
                 .zip(hi.par_chunks_mut(piece))
                 .enumerate()
-                .for_each(|(p, (l, h))| butterflies(l, h, tw, p * piece, stride));
+                .for_each(|(p, (l, h))| butterflies(l, h, t, p * piece, 1));
         }
         half *= 2;
     }
