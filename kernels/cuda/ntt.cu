@@ -29,7 +29,8 @@ extern "C" __global__ void ntt_bitrev(Fr* __restrict__ a, u32 logn) {
 extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, const Fr* __restrict__ root_pow2,
                                     const Fr* __restrict__ small_roots) {
     __shared__ Fr buf[1 << NTT_MAX_K];
-    __shared__ Fr tw[1 << (NTT_MAX_K - 1)];
+    // twiddles of every stage of this block: stage i at tw[2^i - 1 .. 2^(i+1) - 1)
+    __shared__ Fr tw[(1 << NTT_MAX_K) - 1];
     __shared__ Fr wlow[NTT_MAX_K];
     const u32 tid = threadIdx.x;
     const u32 half = 1u << (k - 1);
@@ -49,23 +50,26 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, 
             if ((low >> b) & 1) acc = acc * root_pow2[FR_TWO_ADICITY - t + b];
         wlow[tid] = acc;
     }
+    __syncthreads();
+    const u32 ntw = (1u << k) - 1;
+    for (u32 e = tid; e < ntw; e += blockDim.x) {
+        u32 i = 31 - __clz(e + 1);
+        u32 jp = e + 1 - (1u << i);
+        Fr w = small_roots[jp << (NTT_MAX_K - 1 - i)];
+        if (low != 0) w = w * wlow[i];
+        tw[e] = w;
+    }
+    __syncthreads();
     for (u32 i = 0; i < k; i++) {
-        __syncthreads();
-        if (tid < (1u << i)) {
-            Fr w = small_roots[tid << (NTT_MAX_K - 1 - i)];
-            if (low != 0) w = w * wlow[i];
-            tw[tid] = w;
-        }
-        __syncthreads();
         u32 jp = tid & ((1u << i) - 1);
         u32 j0 = ((tid >> i) << (i + 1)) + jp;
         u32 j1 = j0 + (1u << i);
         Fr u = buf[j0];
-        Fr v = buf[j1] * tw[jp];
+        Fr v = buf[j1] * tw[(1u << i) - 1 + jp];
         buf[j0] = u + v;
         buf[j1] = u - v;
+        __syncthreads();
     }
-    __syncthreads();
     a[base + tid * stride] = buf[tid];
     a[base + (tid + half) * stride] = buf[tid + half];
 }
