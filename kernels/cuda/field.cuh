@@ -2,8 +2,8 @@
 // Fp (381-bit, R = 2^384) and Fr (255-bit, R = 2^256), stored as little-endian 32-bit
 // limbs, which is the same memory as blst's little-endian 64-bit limbs.
 // NVRTC has no standard headers: fixed-width types are declared here.
-// Carry chains use inline PTX; every chain is `asm volatile` so that the compiler keeps
-// the statements of one chain in order (the carry flag is not visible to it).
+// Carry chains use one-instruction inline PTX primitives (below), emulated on the host so
+// the algorithms can be unit-tested with a plain C++ compiler.
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
