@@ -31,6 +31,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Generate small real inputs, prove them on this machine, verify: the quickest tour.
+    /// Test parameters go to <tmp>/cuzk-demo-params unless --params-dir is given.
     Demo {
         /// Kinds to prove (default: winning-post and window-post, about a minute on 2 cores).
         #[arg(long = "kind")]
@@ -177,11 +178,13 @@ fn main() -> ExitCode {
     } else {
         subscriber.init();
     }
-    let store = SrsStore::new(
-        cli.params_dir
-            .clone()
-            .unwrap_or_else(cuzk::srs::default_dir),
-    );
+    // The demo generates insecure test parameters: unless told otherwise it keeps them in a
+    // directory of its own, never in the shared parameter cache where a node would find them.
+    let default_dir = match cli.cmd {
+        Cmd::Demo { .. } => std::env::temp_dir().join("cuzk-demo-params"),
+        _ => cuzk::srs::default_dir(),
+    };
+    let store = SrsStore::new(cli.params_dir.clone().unwrap_or(default_dir));
     match run(cli.cmd, &store) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -283,6 +286,15 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
             seed,
         } => {
             let size: SectorSize = sector_size.parse()?;
+            if matches!(size, SectorSize::S32GiB | SectorSize::S64GiB) {
+                return Err(Error::InvalidRequest(format!(
+                    "refusing to generate parameters for {size} sectors: production sizes must use the published parameters"
+                )));
+            }
+            eprintln!(
+                "note: these are INSECURE test parameters (known randomness), written to {}",
+                store.dir().display()
+            );
             let rep = Reporter::new();
             for kind in kinds_or(&kinds, &ProofKind::ALL)? {
                 ensure_params(store, RegisteredProof::latest(kind, size), seed, &rep)?;
