@@ -58,7 +58,8 @@ pub struct Timings {
     pub plan: Duration,
     /// Loading parameters (zero when already loaded).
     pub srs_load: Duration,
-    /// Circuit synthesis, summed over partitions.
+    /// Circuit synthesis, summed over partitions, including recording or loading the
+    /// circuit's constraint structure the first time a shape is proved (PCE).
     pub synthesis: Duration,
     /// NTT + MSM proving, summed over partitions.
     pub prove: Duration,
@@ -150,6 +151,8 @@ pub fn prove_plan(
     timings: &mut Timings,
 ) -> Result<ProofOutput> {
     let mut rng = rand::rngs::OsRng;
+    // Recording (first proof of a shape) or loading the recording counts as synthesis time.
+    let t = Instant::now();
     let r1cs = match pce {
         Some(store) => {
             let identity = plan.shape_identity();
@@ -157,6 +160,7 @@ pub fn prove_plan(
         }
         None => None,
     };
+    timings.synthesis += t.elapsed();
     let n = plan.partitions.len();
     let mut proofs = Vec::with_capacity(n);
     let mut inputs = Vec::with_capacity(n);
