@@ -1,0 +1,300 @@
+//! The lease table: the only way a partition reaches a GPU.
+//!
+//! Owned by the scheduler (`&mut self` everywhere, no interior locking): a lease names a
+//! physical device and reserves VRAM on it. Invariants, checked on every grant:
+//! - I1 exclusivity: at most `max_concurrent` leases are active on a device (1 unless a
+//!   deliberate, VRAM-budgeted pipelining says otherwise);
+//! - I2 VRAM: the reservations active on a device never exceed its usable memory.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::device::DeviceId;
+use crate::error::{Error, Result};
+
+/// Identifies a lease; never reused within a table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LeaseId(pub u64);
+
+/// A grant of one device's GPU phase to one partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// This lease.
+    pub id: LeaseId,
+    /// The physical device.
+    pub device: DeviceId,
+    /// VRAM reserved, in bytes.
+    pub bytes: u64,
+    /// The job the partition belongs to.
+    pub job: u64,
+    /// The partition index within the job.
+    pub partition: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Slot {
+    usable: u64,
+    reserved: u64,
+    max_concurrent: usize,
+    active: Vec<LeaseId>,
+}
+
+/// Leases per physical device.
+#[derive(Debug, Default)]
+pub struct LeaseTable {
+    devices: BTreeMap<DeviceId, Slot>,
+    leases: HashMap<LeaseId, Lease>,
+    next: u64,
+}
+
+impl LeaseTable {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a device with `usable_bytes` of VRAM for leases and at most `max_concurrent`
+    /// simultaneous leases (at least 1). Adding a device twice replaces nothing: it errors.
+    pub fn add_device(
+        &mut self,
+        device: DeviceId,
+        usable_bytes: u64,
+        max_concurrent: usize,
+    ) -> Result<()> {
+        if self.devices.contains_key(&device) {
+            return Err(Error::DuplicateDevice(
+                device,
+                "lease table".into(),
+                "add_device".into(),
+            ));
+        }
+        self.devices.insert(
+            device,
+            Slot {
+                usable: usable_bytes,
+                reserved: 0,
+                max_concurrent: max_concurrent.max(1),
+                active: Vec::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Whether `bytes` could be granted on `device` right now.
+    pub fn can_grant(&self, device: DeviceId, bytes: u64) -> bool {
+        self.devices.get(&device).is_some_and(|s| {
+            s.active.len() < s.max_concurrent
+                && s.reserved.checked_add(bytes).is_some_and(|r| r <= s.usable)
+        })
+    }
+
+    /// Grants a lease, or says why not (busy, not enough VRAM, unknown device).
+    pub fn grant(
+        &mut self,
+        device: DeviceId,
+        job: u64,
+        partition: usize,
+        bytes: u64,
+    ) -> Result<Lease> {
+        let slot = self
+            .devices
+            .get_mut(&device)
+            .ok_or(Error::UnknownDevice(device))?;
+        if slot.active.len() >= slot.max_concurrent {
+            return Err(Error::Busy(device, slot.active[0].0));
+        }
+        let free = slot.usable - slot.reserved;
+        if bytes > free {
+            return Err(Error::NoVram {
+                device,
+                want: bytes,
+                free,
+                total: slot.usable,
+            });
+        }
+        self.next += 1;
+        let lease = Lease {
+            id: LeaseId(self.next),
+            device,
+            bytes,
+            job,
+            partition,
+        };
+        slot.reserved += bytes;
+        slot.active.push(lease.id);
+        self.leases.insert(lease.id, lease.clone());
+        Ok(lease)
+    }
+
+    /// Ends a lease and frees its reservation. A lease ends exactly once: releasing it again
+    /// (e.g. a late result after revocation) is an error the caller uses to discard the result.
+    pub fn release(&mut self, id: LeaseId) -> Result<Lease> {
+        let lease = self.leases.remove(&id).ok_or(Error::NoSuchLease(id.0))?;
+        if let Some(slot) = self.devices.get_mut(&lease.device) {
+            slot.reserved -= lease.bytes;
+            slot.active.retain(|l| *l != id);
+        }
+        Ok(lease)
+    }
+
+    /// Removes a device (lost or quarantined) and returns its active leases, now ended, so
+    /// their partitions can be queued again.
+    pub fn remove_device(&mut self, device: DeviceId) -> Vec<Lease> {
+        let Some(slot) = self.devices.remove(&device) else {
+            return Vec::new();
+        };
+        slot.active
+            .iter()
+            .filter_map(|id| self.leases.remove(id))
+            .collect()
+    }
+
+    /// Leases active on `device`.
+    pub fn active_on(&self, device: DeviceId) -> Vec<&Lease> {
+        self.devices
+            .get(&device)
+            .map(|s| {
+                s.active
+                    .iter()
+                    .filter_map(|id| self.leases.get(id))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Bytes reserved on `device`.
+    pub fn reserved(&self, device: DeviceId) -> u64 {
+        self.devices.get(&device).map_or(0, |s| s.reserved)
+    }
+
+    /// The devices in the table, in identity order.
+    pub fn devices(&self) -> impl Iterator<Item = DeviceId> + '_ {
+        self.devices.keys().copied()
+    }
+
+    /// Number of active leases in all.
+    pub fn active_count(&self) -> usize {
+        self.leases.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{resolve, DeviceInfo, PciAddress};
+
+    fn id(dev: u32) -> DeviceId {
+        let mut uuid = [0u8; 16];
+        uuid[0] = dev as u8;
+        DeviceId {
+            pci: PciAddress {
+                domain: 0,
+                bus: 0,
+                device: dev,
+            },
+            uuid,
+        }
+    }
+
+    #[test]
+    fn one_phase_per_device_and_vram_is_accounted() {
+        let mut t = LeaseTable::new();
+        t.add_device(id(6), 100, 1).unwrap();
+        let a = t.grant(id(6), 1, 0, 60).unwrap();
+        assert!(matches!(t.grant(id(6), 1, 1, 10), Err(Error::Busy(..))));
+        t.release(a.id).unwrap();
+        assert!(matches!(
+            t.grant(id(6), 1, 1, 101),
+            Err(Error::NoVram { .. })
+        ));
+        let b = t.grant(id(6), 1, 1, 100).unwrap();
+        assert_eq!(t.reserved(id(6)), 100);
+        assert!(
+            matches!(t.release(a.id), Err(Error::NoSuchLease(_))),
+            "a lease ends once"
+        );
+        t.release(b.id).unwrap();
+        assert_eq!((t.reserved(id(6)), t.active_count()), (0, 0));
+        assert!(matches!(
+            t.grant(id(9), 1, 0, 1),
+            Err(Error::UnknownDevice(_))
+        ));
+        assert!(t.add_device(id(6), 1, 1).is_err());
+    }
+
+    #[test]
+    fn pipelining_is_bounded_by_vram() {
+        let mut t = LeaseTable::new();
+        t.add_device(id(6), 100, 2).unwrap();
+        let a = t.grant(id(6), 1, 0, 50).unwrap();
+        assert!(!t.can_grant(id(6), 51));
+        let _b = t.grant(id(6), 1, 1, 50).unwrap();
+        assert!(matches!(t.grant(id(6), 1, 2, 0), Err(Error::Busy(..))));
+        let lost = t.remove_device(id(6));
+        assert_eq!(lost.len(), 2);
+        assert!(t.release(a.id).is_err());
+    }
+
+    #[test]
+    fn random_sequences_keep_invariants() {
+        // xorshift: deterministic, no dependency
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut t = LeaseTable::new();
+        for d in 0..3 {
+            t.add_device(id(d), 1000, 1 + d as usize).unwrap();
+        }
+        let mut held: Vec<LeaseId> = Vec::new();
+        for step in 0..20_000 {
+            if next() % 2 == 0 && !held.is_empty() {
+                let i = (next() as usize) % held.len();
+                t.release(held.swap_remove(i)).unwrap();
+            } else {
+                let d = id((next() % 3) as u32);
+                if let Ok(l) = t.grant(d, step, 0, next() % 700) {
+                    held.push(l.id);
+                }
+            }
+            for d in 0..3u32 {
+                let dev = id(d);
+                let active = t.active_on(dev);
+                assert!(active.len() <= 1 + d as usize, "I1 broken at step {step}");
+                let sum: u64 = active.iter().map(|l| l.bytes).sum();
+                assert_eq!(sum, t.reserved(dev));
+                assert!(sum <= 1000, "I2 broken at step {step}");
+            }
+        }
+    }
+
+    /// The seed incident at the lease level: workers that hold devices under different
+    /// ordinals (CUDA_VISIBLE_DEVICES permuted between their views) still contend for the
+    /// same physical lease, so two GPU phases never overlap on one device.
+    #[test]
+    fn seed_incident_leases_follow_physical_identity_not_ordinals() {
+        let mk = |dev: u32, ordinal: u32| DeviceInfo {
+            id: id(dev),
+            ordinal,
+            name: "mock".into(),
+            total_memory: 1 << 30,
+        };
+        let view_a = resolve(&["0".parse().unwrap()], &[mk(6, 0), mk(7, 1)]).unwrap();
+        let view_b = resolve(&["1".parse().unwrap()], &[mk(7, 0), mk(6, 1)]).unwrap();
+        // "ordinal 0" in one view and "ordinal 1" in the other are the same GPU
+        assert_eq!(view_a[0].id, view_b[0].id);
+        let mut t = LeaseTable::new();
+        t.add_device(id(6), 1 << 30, 1).unwrap();
+        t.add_device(id(7), 1 << 30, 1).unwrap();
+        let first = t.grant(view_a[0].id, 1, 0, 1).unwrap();
+        assert!(matches!(
+            t.grant(view_b[0].id, 2, 0, 1),
+            Err(Error::Busy(..))
+        ));
+        // the other physical device is free for the second worker
+        assert!(t.grant(id(7), 2, 0, 1).is_ok());
+        t.release(first.id).unwrap();
+    }
+}
