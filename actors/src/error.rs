@@ -35,6 +35,12 @@ pub enum Error {
     /// The lease is not (or no longer) active.
     #[error("lease {0} is not active")]
     NoSuchLease(u64),
+    /// Too much work is waiting; submit again later.
+    #[error("too busy: {0} partitions are waiting; submit again later")]
+    Backpressure(usize),
+    /// The job cannot be accepted.
+    #[error("job rejected: {0}")]
+    Rejected(String),
 }
 
 /// `Result` with this crate's [`Error`].

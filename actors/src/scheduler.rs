@@ -1,0 +1,366 @@
+//! The scheduler's state machine: jobs, priorities, leases, retries, quarantine,
+//! cancellation and lease timeouts. Pure and synchronous (`&mut self`, no clocks of its own,
+//! no threads), so the actor that owns it stays small and simulation tests can drive
+//! thousands of partitions through it in milliseconds.
+//!
+//! Invariants it keeps (DESIGN.md section 5):
+//! - I1/I2 through the [`LeaseTable`];
+//! - I3: each partition of an accepted job is recorded done exactly once, or the job ends
+//!   failed or cancelled; results of revoked or cancelled leases are discarded;
+//! - I5: a device asking for work gets the highest-priority waiting partition it may run
+//!   (first come first served within a priority). A partition that failed on a device waits
+//!   for another device when there is one, so a lower-priority partition may run on the
+//!   failing device meanwhile.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use crate::device::DeviceId;
+use crate::error::{Error, Result};
+use crate::lease::{Lease, LeaseId, LeaseTable};
+
+/// Priority classes, numbered as the `cuzk.v1` wire contract numbers them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Priority {
+    /// Background work.
+    Low = 1,
+    /// PoRep C2 and SnapDeals by default.
+    Normal = 2,
+    /// WindowPoSt by default.
+    High = 3,
+    /// WinningPoSt by default: a block is at stake.
+    Critical = 4,
+}
+
+/// Identifies a job.
+pub type JobId = u64;
+
+/// What the scheduler needs to know of a job.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// Priority class.
+    pub priority: Priority,
+    /// Number of partitions.
+    pub partitions: usize,
+    /// VRAM one partition's GPU phase needs, in bytes.
+    pub vram_per_partition: u64,
+}
+
+/// Limits of the scheduler.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Attempts per partition before its job fails.
+    pub max_attempts: u32,
+    /// Consecutive failures after which a device is quarantined.
+    pub quarantine_after: u32,
+    /// Partitions waiting at most; submissions beyond are refused (back-pressure).
+    pub max_waiting_partitions: usize,
+    /// A lease not completed within this time is revoked and its partition re-run.
+    pub lease_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_attempts: 3,
+            quarantine_after: 3,
+            max_waiting_partitions: 100_000,
+            lease_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// How a job ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobOutcome<T> {
+    /// Every partition's output, in partition order.
+    Completed(Vec<T>),
+    /// A partition failed too often, or no device can run it.
+    Failed(String),
+    /// Cancelled by the caller.
+    Cancelled,
+}
+
+/// What became of a completion report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// Recorded.
+    Accepted,
+    /// The lease had been revoked or its job cancelled: the result is discarded.
+    Discarded,
+}
+
+struct Job<T> {
+    spec: JobSpec,
+    seq: u64,
+    outputs: Vec<Option<T>>,
+    attempts: Vec<u32>,
+    remaining: usize,
+    outcome: Option<JobOutcome<T>>,
+}
+
+/// Waiting partitions, ordered by (priority desc, submission order, partition).
+type QueueKey = (Reverse<Priority>, u64, JobId, usize);
+
+/// The scheduler's state. `T` is a partition's output (a proof, or a simulated token).
+pub struct SchedulerCore<T> {
+    limits: Limits,
+    leases: LeaseTable,
+    waiting: BTreeSet<QueueKey>,
+    avoid: HashMap<(JobId, usize), DeviceId>,
+    jobs: HashMap<JobId, Job<T>>,
+    lease_started: HashMap<LeaseId, Instant>,
+    failures: HashMap<DeviceId, u32>,
+    quarantined: Vec<DeviceId>,
+    next_job: JobId,
+    seq: u64,
+}
+
+impl<T: Clone> SchedulerCore<T> {
+    /// A scheduler over the devices of `leases`.
+    pub fn new(leases: LeaseTable, limits: Limits) -> Self {
+        SchedulerCore {
+            limits,
+            leases,
+            waiting: BTreeSet::new(),
+            avoid: HashMap::new(),
+            jobs: HashMap::new(),
+            lease_started: HashMap::new(),
+            failures: HashMap::new(),
+            quarantined: Vec::new(),
+            next_job: 0,
+            seq: 0,
+        }
+    }
+
+    /// Accepts a job, or refuses it when too many partitions wait (back-pressure) or the job
+    /// is empty.
+    pub fn submit(&mut self, spec: JobSpec) -> Result<JobId> {
+        if spec.partitions == 0 {
+            return Err(Error::Rejected("a job needs at least one partition".into()));
+        }
+        if self.waiting.len() + spec.partitions > self.limits.max_waiting_partitions {
+            return Err(Error::Backpressure(self.waiting.len()));
+        }
+        self.next_job += 1;
+        self.seq += 1;
+        let id = self.next_job;
+        for p in 0..spec.partitions {
+            self.waiting
+                .insert((Reverse(spec.priority), self.seq, id, p));
+        }
+        self.jobs.insert(
+            id,
+            Job {
+                outputs: vec![None; spec.partitions],
+                attempts: vec![0; spec.partitions],
+                remaining: spec.partitions,
+                seq: self.seq,
+                spec,
+                outcome: None,
+            },
+        );
+        Ok(id)
+    }
+
+    /// A device with room asks for work: the highest-priority waiting partition that fits it
+    /// is leased to it. `None` when nothing fits or the device is quarantined.
+    pub fn next_for(&mut self, device: DeviceId, now: Instant) -> Option<Lease> {
+        if self.quarantined.contains(&device) {
+            return None;
+        }
+        let pick = self
+            .waiting
+            .iter()
+            .copied()
+            .find(|&(_, _, job, p)| self.eligible(device, job, p))?;
+        let (_, _, job, p) = pick;
+        let bytes = self.jobs.get(&job)?.spec.vram_per_partition;
+        let lease = self.leases.grant(device, job, p, bytes).ok()?;
+        self.waiting.remove(&pick);
+        self.lease_started.insert(lease.id, now);
+        Some(lease)
+    }
+
+    /// Records a partition's result (or error) and ends its lease.
+    pub fn complete(
+        &mut self,
+        lease: LeaseId,
+        result: std::result::Result<T, String>,
+    ) -> Completion {
+        let Ok(l) = self.leases.release(lease) else {
+            return Completion::Discarded; // revoked (timeout, lost device) earlier
+        };
+        self.lease_started.remove(&lease);
+        let Some(job) = self.jobs.get_mut(&l.job) else {
+            return Completion::Discarded;
+        };
+        if job.outcome.is_some() {
+            return Completion::Discarded; // cancelled or already failed
+        }
+        match result {
+            Ok(out) => {
+                self.failures.insert(l.device, 0);
+                if job.outputs[l.partition].is_none() {
+                    job.outputs[l.partition] = Some(out);
+                    job.remaining -= 1;
+                }
+                if job.remaining == 0 {
+                    let outs = job.outputs.iter_mut().filter_map(Option::take).collect();
+                    job.outcome = Some(JobOutcome::Completed(outs));
+                }
+                Completion::Accepted
+            }
+            Err(reason) => {
+                let f = self.failures.entry(l.device).or_insert(0);
+                *f += 1;
+                if *f >= self.limits.quarantine_after && !self.quarantined.contains(&l.device) {
+                    self.quarantine(l.device);
+                }
+                self.retry(l.job, l.partition, Some(l.device), &reason);
+                Completion::Accepted
+            }
+        }
+    }
+
+    fn retry(&mut self, job_id: JobId, p: usize, failed_on: Option<DeviceId>, reason: &str) {
+        let max = self.limits.max_attempts;
+        let Some(job) = self.jobs.get_mut(&job_id) else {
+            return;
+        };
+        if job.outcome.is_some() {
+            return;
+        }
+        job.attempts[p] += 1;
+        if job.attempts[p] >= max {
+            job.outcome = Some(JobOutcome::Failed(format!(
+                "partition {p} failed {} times; last error: {reason}",
+                job.attempts[p]
+            )));
+            self.waiting.retain(|&(_, _, j, _)| j != job_id);
+            return;
+        }
+        if let Some(d) = failed_on {
+            if self.leases.devices().count() > 1 {
+                self.avoid.insert((job_id, p), d);
+            }
+        }
+        self.waiting
+            .insert((Reverse(job.spec.priority), job.seq, job_id, p));
+    }
+
+    /// Removes a device (lost, or failing too often): its active leases are revoked and
+    /// their partitions queued again.
+    pub fn quarantine(&mut self, device: DeviceId) {
+        self.quarantined.push(device);
+        for l in self.leases.remove_device(device) {
+            self.lease_started.remove(&l.id);
+            self.retry(l.job, l.partition, None, "device quarantined");
+        }
+        self.fail_unrunnable();
+    }
+
+    /// Fails jobs no remaining device can ever run (no devices left, or too little VRAM).
+    fn fail_unrunnable(&mut self) {
+        if self.leases.devices().next().is_some() {
+            return;
+        }
+        let ids: Vec<JobId> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.outcome.is_none())
+            .map(|(i, _)| *i)
+            .collect();
+        for id in ids {
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.outcome = Some(JobOutcome::Failed("no usable device remains".into()));
+            }
+        }
+        self.waiting.clear();
+    }
+
+    /// Revokes leases older than the timeout (a hung device) and queues their partitions on
+    /// other devices; their late results will be discarded. Returns the revoked leases.
+    pub fn expire(&mut self, now: Instant) -> Vec<Lease> {
+        let timeout = self.limits.lease_timeout;
+        let stale: Vec<LeaseId> = self
+            .lease_started
+            .iter()
+            .filter(|(_, t)| now.saturating_duration_since(**t) >= timeout)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut out = Vec::new();
+        for id in stale {
+            if let Ok(l) = self.leases.release(id) {
+                self.lease_started.remove(&id);
+                *self.failures.entry(l.device).or_insert(0) += 1;
+                self.retry(l.job, l.partition, Some(l.device), "lease timed out");
+                out.push(l);
+            }
+        }
+        out
+    }
+
+    /// Cancels a job: its waiting partitions are dropped; results of its active leases will be
+    /// discarded. Returns whether it was still running.
+    pub fn cancel(&mut self, job_id: JobId) -> bool {
+        let Some(job) = self.jobs.get_mut(&job_id) else {
+            return false;
+        };
+        if job.outcome.is_some() {
+            return false;
+        }
+        job.outcome = Some(JobOutcome::Cancelled);
+        self.waiting.retain(|&(_, _, j, _)| j != job_id);
+        true
+    }
+
+    /// Takes a finished job's outcome (the job is then forgotten).
+    pub fn take_outcome(&mut self, job: JobId) -> Option<JobOutcome<T>> {
+        let done = self.jobs.get(&job)?.outcome.is_some();
+        if !done {
+            return None;
+        }
+        self.jobs.remove(&job).and_then(|j| j.outcome)
+    }
+
+    /// The highest priority among waiting partitions.
+    pub fn best_waiting_priority(&self) -> Option<Priority> {
+        self.waiting.iter().next().map(|k| k.0 .0)
+    }
+
+    /// The highest priority among waiting partitions that `device` may run now (it fits, and
+    /// the partition did not just fail there while other devices exist).
+    pub fn best_waiting_priority_for(&self, device: DeviceId) -> Option<Priority> {
+        self.waiting
+            .iter()
+            .find(|&&(_, _, job, p)| self.eligible(device, job, p))
+            .map(|k| k.0 .0)
+    }
+
+    fn eligible(&self, device: DeviceId, job: JobId, p: usize) -> bool {
+        let bytes = self.jobs.get(&job).map_or(0, |j| j.spec.vram_per_partition);
+        self.avoid.get(&(job, p)) != Some(&device) && self.leases.can_grant(device, bytes)
+    }
+
+    /// Partitions waiting for a device.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Jobs not yet taken.
+    pub fn jobs(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// The lease table (read only).
+    pub fn leases(&self) -> &LeaseTable {
+        &self.leases
+    }
+
+    /// Devices quarantined so far.
+    pub fn quarantined(&self) -> &[DeviceId] {
+        &self.quarantined
+    }
+}

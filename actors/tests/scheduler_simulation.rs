@@ -1,0 +1,362 @@
+//! Simulation of the scheduler core on mock devices in simulated time: thousands of
+//! partitions, flaky and hanging devices, cancellations, a device lost mid-run. Checks the
+//! invariants of DESIGN.md section 5 on every step.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use cuzk_actors::scheduler::Completion;
+use cuzk_actors::{
+    DeviceId, JobOutcome, JobSpec, Lease, LeaseTable, Limits, PciAddress, Priority, SchedulerCore,
+};
+
+fn dev(n: u32) -> DeviceId {
+    let mut uuid = [0u8; 16];
+    uuid[0] = n as u8;
+    DeviceId {
+        pci: PciAddress {
+            domain: 0,
+            bus: 0,
+            device: n,
+        },
+        uuid,
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Behaviour {
+    Good,
+    FailEvery(u64),
+    HangOnce,
+}
+
+/// One simulated device interval.
+struct Interval {
+    device: DeviceId,
+    start: u64,
+    end: u64,
+}
+
+struct Sim {
+    core: SchedulerCore<(u64, usize)>,
+    base: Instant,
+    now: u64,
+    running: BTreeMap<u64, Vec<(Lease, bool)>>, // finish time -> (lease, succeeds)
+    busy: HashMap<DeviceId, u64>,               // device -> lease id it runs
+    behaviour: HashMap<DeviceId, Behaviour>,
+    served: HashMap<DeviceId, u64>,
+    intervals: Vec<Interval>,
+    capacity: u64,
+    rng: Rng,
+}
+
+impl Sim {
+    fn new(devices: &[(u32, Behaviour)], limits: Limits) -> Self {
+        let mut t = LeaseTable::new();
+        let capacity = 1000;
+        for (d, _) in devices {
+            t.add_device(dev(*d), capacity, 1).unwrap();
+        }
+        Sim {
+            core: SchedulerCore::new(t, limits),
+            base: Instant::now(),
+            now: 0,
+            running: BTreeMap::new(),
+            busy: HashMap::new(),
+            behaviour: devices.iter().map(|(d, b)| (dev(*d), *b)).collect(),
+            served: HashMap::new(),
+            intervals: Vec::new(),
+            capacity,
+            rng: Rng(0x9e37_79b9_7f4a_7c15),
+        }
+    }
+
+    fn instant(&self) -> Instant {
+        self.base + Duration::from_millis(self.now)
+    }
+
+    /// Idle devices pull work; checks I5 on each grant.
+    fn dispatch(&mut self) {
+        let devices: Vec<DeviceId> = self.core.leases().devices().collect();
+        for d in devices {
+            if self.busy.contains_key(&d) {
+                continue;
+            }
+            let best = self.core.best_waiting_priority_for(d);
+            let Some(lease) = self.core.next_for(d, self.instant()) else {
+                continue;
+            };
+            let prio = self.prio_of(lease.job);
+            assert!(
+                Some(prio) >= best,
+                "I5: leased {prio:?} while {best:?} waited"
+            );
+            let n = self.served.entry(d).or_insert(0);
+            *n += 1;
+            let (dur, ok) = match self.behaviour[&d] {
+                Behaviour::Good => (5 + self.rng.next() % 20, true),
+                Behaviour::FailEvery(k) => (5 + self.rng.next() % 20, !(*n).is_multiple_of(k)),
+                Behaviour::HangOnce if *n == 1 => (1_000_000, true),
+                Behaviour::HangOnce => (5 + self.rng.next() % 20, true),
+            };
+            self.busy.insert(d, lease.id.0);
+            self.intervals.push(Interval {
+                device: d,
+                start: self.now,
+                end: self.now + dur,
+            });
+            self.running
+                .entry(self.now + dur)
+                .or_default()
+                .push((lease, ok));
+        }
+        for d in self.core.leases().devices() {
+            assert!(self.core.leases().reserved(d) <= self.capacity, "I2");
+            assert!(self.core.leases().active_on(d).len() <= 1, "I1");
+        }
+    }
+
+    fn prio_of(&self, job: u64) -> Priority {
+        match job % 4 {
+            0 => Priority::Critical,
+            1 => Priority::High,
+            2 => Priority::Normal,
+            _ => Priority::Low,
+        }
+    }
+
+    /// Advances to the next completion (or timeout check) and reports it.
+    fn step(&mut self) -> bool {
+        let Some((&t, _)) = self.running.iter().next() else {
+            return false;
+        };
+        let next_timeout = self.now + 200;
+        if t > next_timeout {
+            self.now = next_timeout;
+            // a hung device stays busy (its thread is stuck) until its run ends; the scheduler
+            // revokes the lease and re-runs the partition elsewhere
+            let _revoked = self.core.expire(self.instant());
+            return true;
+        }
+        self.now = t;
+        let done = self.running.remove(&t).unwrap_or_default();
+        for (lease, ok) in done {
+            if self.busy.get(&lease.device) == Some(&lease.id.0) {
+                self.busy.remove(&lease.device);
+            }
+            let r = if ok {
+                Ok((lease.job, lease.partition))
+            } else {
+                Err("injected".to_string())
+            };
+            let _ = self.core.complete(lease.id, r);
+        }
+        true
+    }
+}
+
+fn limits() -> Limits {
+    Limits {
+        max_attempts: 4,
+        quarantine_after: 1000,
+        max_waiting_partitions: 100_000,
+        lease_timeout: Duration::from_millis(300),
+    }
+}
+
+#[test]
+fn thousands_of_partitions_keep_every_invariant() {
+    let mut sim = Sim::new(
+        &[
+            (6, Behaviour::Good),
+            (7, Behaviour::FailEvery(7)),
+            (8, Behaviour::HangOnce),
+        ],
+        limits(),
+    );
+    let mut jobs = Vec::new();
+    for j in 0..1000u64 {
+        let prio = sim.prio_of(j + 1);
+        let id = sim
+            .core
+            .submit(JobSpec {
+                priority: prio,
+                partitions: 1 + (j % 10) as usize,
+                vram_per_partition: 100 + j % 900,
+            })
+            .unwrap();
+        assert_eq!(sim.prio_of(id), prio);
+        jobs.push((id, 1 + (j % 10) as usize));
+    }
+    loop {
+        sim.dispatch();
+        if !sim.step() {
+            break;
+        }
+    }
+    // I1 from the recorded intervals: no overlap on a device
+    let mut by_dev: HashMap<DeviceId, Vec<(u64, u64)>> = HashMap::new();
+    for i in &sim.intervals {
+        by_dev.entry(i.device).or_default().push((i.start, i.end));
+    }
+    for (d, mut v) in by_dev {
+        v.sort();
+        for w in v.windows(2) {
+            assert!(w[1].0 >= w[0].1, "I1: overlap on {d}: {w:?}");
+        }
+    }
+    // I3: every job completed with each partition exactly once, in order
+    let mut total = 0;
+    for (id, parts) in jobs {
+        match sim.core.take_outcome(id) {
+            Some(JobOutcome::Completed(outs)) => {
+                assert_eq!(outs, (0..parts).map(|p| (id, p)).collect::<Vec<_>>());
+                total += parts;
+            }
+            other => panic!("job {id} ended {other:?}"),
+        }
+    }
+    assert_eq!(total, 5500);
+    assert_eq!(sim.core.jobs(), 0);
+    assert!(
+        sim.served[&dev(6)] > 100 && sim.served[&dev(7)] > 100,
+        "{:?}",
+        sim.served
+    );
+    assert_eq!(
+        sim.served[&dev(8)],
+        1,
+        "the hung device took nothing more while stuck"
+    );
+}
+
+#[test]
+fn failing_device_is_quarantined_and_work_moves() {
+    let mut l = limits();
+    l.quarantine_after = 3;
+    let mut sim = Sim::new(&[(6, Behaviour::Good), (7, Behaviour::FailEvery(1))], l);
+    let id = sim
+        .core
+        .submit(JobSpec {
+            priority: Priority::Normal,
+            partitions: 50,
+            vram_per_partition: 10,
+        })
+        .unwrap();
+    loop {
+        sim.dispatch();
+        if !sim.step() {
+            break;
+        }
+    }
+    assert_eq!(sim.core.quarantined(), &[dev(7)]);
+    assert!(matches!(sim.core.take_outcome(id), Some(JobOutcome::Completed(v)) if v.len() == 50));
+}
+
+#[test]
+fn partition_failing_everywhere_fails_its_job_with_a_reason() {
+    let mut sim = Sim::new(&[(6, Behaviour::FailEvery(1))], limits());
+    let id = sim
+        .core
+        .submit(JobSpec {
+            priority: Priority::High,
+            partitions: 2,
+            vram_per_partition: 10,
+        })
+        .unwrap();
+    loop {
+        sim.dispatch();
+        if !sim.step() {
+            break;
+        }
+    }
+    match sim.core.take_outcome(id) {
+        Some(JobOutcome::Failed(why)) => assert!(why.contains("failed 4 times"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn cancelled_job_discards_in_flight_results_and_lost_device_requeues() {
+    let mut sim = Sim::new(&[(6, Behaviour::Good), (7, Behaviour::Good)], limits());
+    let a = sim
+        .core
+        .submit(JobSpec {
+            priority: Priority::Normal,
+            partitions: 4,
+            vram_per_partition: 10,
+        })
+        .unwrap();
+    let b = sim
+        .core
+        .submit(JobSpec {
+            priority: Priority::Normal,
+            partitions: 4,
+            vram_per_partition: 10,
+        })
+        .unwrap();
+    sim.dispatch(); // two partitions of `a` in flight
+    assert!(sim.core.cancel(a));
+    assert!(!sim.core.cancel(a), "cancel is idempotent");
+    // lose device 7 with its lease: the partition goes back to the queue
+    sim.core.quarantine(dev(7));
+    sim.busy.remove(&dev(7));
+    let mut discarded = 0;
+    loop {
+        sim.dispatch();
+        let Some((&t, _)) = sim.running.iter().next() else {
+            break;
+        };
+        sim.now = t;
+        for (lease, _) in sim.running.remove(&t).unwrap() {
+            sim.busy.remove(&lease.device);
+            if sim
+                .core
+                .complete(lease.id, Ok((lease.job, lease.partition)))
+                == Completion::Discarded
+            {
+                discarded += 1;
+            }
+        }
+    }
+    assert_eq!(sim.core.take_outcome(a), Some(JobOutcome::Cancelled));
+    assert!(matches!(sim.core.take_outcome(b), Some(JobOutcome::Completed(v)) if v.len() == 4));
+    assert!(
+        discarded >= 1,
+        "results of the cancelled job and of the lost device are discarded"
+    );
+}
+
+#[test]
+fn burst_submissions_push_back() {
+    let mut l = limits();
+    l.max_waiting_partitions = 1000;
+    let mut sim = Sim::new(&[(6, Behaviour::Good)], l);
+    let mut accepted = 0;
+    let mut refused = 0;
+    for _ in 0..10_000 {
+        match sim.core.submit(JobSpec {
+            priority: Priority::Low,
+            partitions: 1,
+            vram_per_partition: 1,
+        }) {
+            Ok(_) => accepted += 1,
+            Err(e) => {
+                assert!(e.to_string().contains("too busy"));
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!((accepted, refused), (1000, 9000));
+    assert_eq!(sim.core.waiting(), 1000);
+}
