@@ -27,7 +27,6 @@ pub struct G1AffineRaw(pub [u64; 12]);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct G2AffineRaw(pub [u64; 24]);
 
-
 // SAFETY: plain old data (arrays of u64) with no padding and no pointers; all-zero bytes are
 // a valid value (zero field elements, the affine point at infinity).
 unsafe impl DeviceRepr for FrRaw {}

@@ -16,7 +16,10 @@ const THREADS: u32 = 132 * 2048;
 /// Field products per second: `(Fr rate, Fp rate)`, inline products as in the NTT.
 pub fn field_mul_rates(dev: &GpuDevice) -> Result<(f64, f64)> {
     let mut out = [0.0; 2];
-    for (slot, (name, limbs)) in [("fr_mul_rate", 4usize), ("fp_mul_rate", 6)].into_iter().enumerate() {
+    for (slot, (name, limbs)) in [("fr_mul_rate", 4usize), ("fp_mul_rate", 6)]
+        .into_iter()
+        .enumerate()
+    {
         let f = dev.function(&FIELD, name)?;
         let seed: Vec<Scalar> = crate::testdata::scalars(9, THREADS as usize * limbs / 4);
         let mut data = dev.upload(&seed)?; // reinterpreted as Fp limbs: any reduced-enough values work for timing
@@ -26,7 +29,11 @@ pub fn field_mul_rates(dev: &GpuDevice) -> Result<(f64, f64)> {
             let t = Instant::now();
             let mut l = dev.stream().launch_builder(&f);
             l.arg(&mut data.inner).arg(&THREADS).arg(&iters);
-            let cfg = LaunchConfig { grid_dim: (THREADS / 256, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            let cfg = LaunchConfig {
+                grid_dim: (THREADS / 256, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
             // SAFETY: (F* data[THREADS], u32 n, u32 iters); data holds THREADS elements of F.
             unsafe { l.launch(cfg) }.map_err(dev.drv("launching a rate probe"))?;
             dev.synchronize()?;
@@ -42,13 +49,24 @@ pub fn madd_rate<C: MsmCurve>(dev: &GpuDevice, bases: &Bases<C>) -> Result<f64> 
     let f = dev.function(&C::MODULE, &format!("curve_madd_rate{}", C::SUFFIX))?;
     let m = bases.len().min(1024) as u32;
     let iters: u32 = 64;
-    let mut out = dev.stream().alloc_zeros::<u64>(THREADS as usize * C::XYZZ_LIMBS).map_err(dev.drv("allocating"))?;
+    let mut out = dev
+        .stream()
+        .alloc_zeros::<u64>(THREADS as usize * C::XYZZ_LIMBS)
+        .map_err(dev.drv("allocating"))?;
     let mut best = f64::MAX;
     for _ in 0..3 {
         let t = Instant::now();
         let mut l = dev.stream().launch_builder(&f);
-        l.arg(bases.raw()).arg(&m).arg(&THREADS).arg(&iters).arg(&mut out);
-        let cfg = LaunchConfig { grid_dim: (THREADS / 128, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+        l.arg(bases.raw())
+            .arg(&m)
+            .arg(&THREADS)
+            .arg(&iters)
+            .arg(&mut out);
+        let cfg = LaunchConfig {
+            grid_dim: (THREADS / 128, 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: (const Affine* pts[m], u32 m, u32 n, u32 iters, Xyzz* out[n]); m <= bases.len().
         unsafe { l.launch(cfg) }.map_err(dev.drv("launching a rate probe"))?;
         dev.synchronize()?;

@@ -1,0 +1,50 @@
+// Runs the field arithmetic of field.cuh on the host (carry primitives emulated), for
+// kernels/tests/field_algorithms_on_host.rs. Input lines: "<fp|fr> <a> <b>", each operand
+// the raw Montgomery limbs as one big-endian hex number; output: a+b, a-b, a*b, a^2 the same way.
+#include <cstdio>
+#include <cstring>
+#define __device__
+#define __constant__ static
+#define __forceinline__ inline
+#define __noinline__
+static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
+    return (unsigned int)(((unsigned long long)a * b) >> 32);
+}
+#include "field.cuh"
+
+template <class C>
+static bool parse(const char* hex, Mont<C>& x) {
+    if (strlen(hex) != 8 * C::N) return false;
+    for (int i = 0; i < C::N; i++) {
+        unsigned v;
+        if (sscanf(hex + 8 * (C::N - 1 - i), "%8x", &v) != 1) return false;
+        x.v[i] = v;
+    }
+    return true;
+}
+template <class C>
+static void print(const Mont<C>& x) {
+    printf(" ");
+    for (int i = C::N - 1; i >= 0; i--) printf("%08x", x.v[i]);
+}
+template <class C>
+static void run(const char* a, const char* b) {
+    Mont<C> x, y;
+    if (!parse(a, x) || !parse(b, y)) {
+        printf("parse error\n");
+        return;
+    }
+    print(x + y);
+    print(x - y);
+    print(x * y);
+    print(sqr(x));
+    printf("\n");
+}
+int main() {
+    char kind[8], a[200], b[200];
+    while (scanf("%7s %199s %199s", kind, a, b) == 3) {
+        if (!strcmp(kind, "fp")) run<FpCfg>(a, b);
+        else run<FrCfg>(a, b);
+    }
+    return 0;
+}

@@ -1,0 +1,113 @@
+//! The field arithmetic of `cuda/field.cuh`, compiled for the host with a C++ compiler (its
+//! PTX carry primitives are emulated there), agrees with blstrs/blst. This checks the
+//! algorithms without a GPU; the device tests check the real PTX.
+//!
+//! Needs `c++` (or `$CXX`) on the PATH, hence ignored by default:
+//! `cargo test --release -p cuzk-kernels --test field_algorithms_on_host -- --include-ignored`.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use blstrs::Scalar;
+use cuzk_kernels::layout::{fp_from_limbs, host, scalar_raw};
+use cuzk_kernels::testdata::{g1_points, scalars, seed};
+use ff::Field;
+
+fn hex(limbs: &[u64]) -> String {
+    limbs.iter().rev().map(|l| format!("{l:016x}")).collect()
+}
+
+fn limbs(hex: &str) -> Vec<u64> {
+    let words: Vec<u64> = (0..hex.len() / 16)
+        .map(|i| u64::from_str_radix(&hex[16 * i..16 * i + 16], 16).unwrap_or(u64::MAX))
+        .collect();
+    words.into_iter().rev().collect()
+}
+
+#[test]
+#[ignore = "needs a host C++ compiler (c++ or $CXX)"]
+fn field_algorithms_on_host_match_blstrs() {
+    let seed = seed();
+    println!("seed {seed}");
+    let dir = std::env::temp_dir().join(format!("cuzk-host-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("host_check");
+    let cuda = concat!(env!("CARGO_MANIFEST_DIR"), "/cuda");
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let status = Command::new(&cxx)
+        .args([
+            "-O2",
+            "-std=c++17",
+            "-w",
+            "-I",
+            cuda,
+            &format!("{cuda}/host_check.cpp"),
+            "-o",
+        ])
+        .arg(&exe)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {cxx}: {e}"));
+    assert!(
+        status.success(),
+        "{cxx} failed to compile cuda/host_check.cpp"
+    );
+
+    let n = 2000;
+    let a = scalars(seed, n);
+    let mut b = scalars(seed + 1, n);
+    b[0] = Scalar::ZERO;
+    b[1] = -Scalar::ONE;
+    let pa = g1_points(seed, n);
+    let pb = g1_points(seed + 1, n);
+    let fa: Vec<_> = pa.iter().map(|p| blst::blst_fp::from(p.x())).collect();
+    let fb: Vec<_> = pb.iter().map(|p| blst::blst_fp::from(p.y())).collect();
+    let mut input = String::new();
+    for i in 0..n {
+        input += &format!(
+            "fr {} {}\n",
+            hex(&scalar_raw(&a[i]).0),
+            hex(&scalar_raw(&b[i]).0)
+        );
+        input += &format!("fp {} {}\n", hex(&fa[i].l), hex(&fb[i].l));
+    }
+    // feed stdin from a thread: the child's output would fill the pipe otherwise
+    let mut child = Command::new(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2 * n, "host_check output");
+    for i in 0..n {
+        let fr: Vec<&str> = lines[2 * i].split_whitespace().collect();
+        let want = [a[i] + b[i], a[i] - b[i], a[i] * b[i], a[i].square()];
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(
+                limbs(fr[k]),
+                scalar_raw(w).0.to_vec(),
+                "Fr op {k} at {i} (seed {seed})"
+            );
+        }
+        let fp: Vec<&str> = lines[2 * i + 1].split_whitespace().collect();
+        let (x, y) = (&fa[i], &fb[i]);
+        let want = [
+            host::fp_add(x, y),
+            host::fp_sub(x, y),
+            host::fp_mul(x, y),
+            host::fp_sqr(x),
+        ];
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(
+                fp_from_limbs(&limbs(fp[k])).l,
+                w.l,
+                "Fp op {k} at {i} (seed {seed})"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
