@@ -175,11 +175,23 @@ impl GpuDevice {
         } else {
             (&t.fwd_pow2, &t.fwd_small)
         };
+        // CUZK_NTT_PROFILE=1 prints the time of each kernel (synchronising after each)
+        let profile = std::env::var_os("CUZK_NTT_PROFILE").is_some();
+        let mut last = std::time::Instant::now();
+        let mut mark = |what: String| {
+            if profile {
+                let _ = self.stream().synchronize();
+                eprintln!("ntt 2^{log_n} {what}: {:.2?}", last.elapsed());
+                last = std::time::Instant::now();
+            }
+        };
+        mark("start".into());
         let bitrev = self.function(&NTT, "ntt_bitrev")?;
         let mut b = self.stream().launch_builder(&bitrev);
         b.arg(&mut data.inner).arg(&log_n);
         // SAFETY: ntt_bitrev(Fr*, u32) touches indices < 2^log_n = data.len().
         unsafe { b.launch(grid(n, 256)) }.map_err(self.drv("launching ntt_bitrev"))?;
+        mark("bitrev".into());
         let pass = self.function(&NTT, "ntt_pass")?;
         for (s, k) in passes(log_n) {
             let cfg = LaunchConfig {
@@ -197,6 +209,7 @@ impl GpuDevice {
             // SAFETY: ntt_pass(Fr*, u32 logn, u32 s, u32 k, const Fr* [33], const Fr* [256]) with
             // s + k <= log_n and 2^(log_n-k) blocks of 2^(k-1) threads touches indices < 2^log_n.
             unsafe { b.launch(cfg) }.map_err(self.drv("launching ntt_pass"))?;
+            mark(format!("pass s={s} k={k}"));
         }
         Ok(())
     }
