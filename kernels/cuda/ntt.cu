@@ -25,6 +25,32 @@ extern "C" __global__ void ntt_bitrev(Fr* __restrict__ a, u32 logn) {
     }
 }
 
+// Bit reversal by 16 x 16 tiles, for logn >= 8: index = (hi: 4 bits, mid, lo: 4 bits) and
+// rev(index) = (rev(lo), rev(mid), rev(hi)). Block `mid` (with mid <= rev(mid)) loads the
+// tiles of mid and rev(mid), rows of 16 consecutive elements, and writes each into the
+// other's place transposed. grid: 2^(logn - 8) blocks of 256 threads.
+#define BR_B 4
+#define BR_T (1 << BR_B)
+extern "C" __global__ void ntt_bitrev_tiled(Fr* __restrict__ a, u32 logn) {
+    __shared__ Fr t0[BR_T * BR_T];
+    __shared__ Fr t1[BR_T * BR_T];
+    const u32 mbits = logn - 2 * BR_B;
+    const u32 mid = blockIdx.x;
+    const u32 rmid = mbits ? bitrev(mid, mbits) : 0;
+    if (mid > rmid) return;
+    const u32 lo = threadIdx.x & (BR_T - 1);
+    const u32 hi = threadIdx.x >> BR_B;
+    const u32 shift_hi = BR_B + mbits;
+    const size_t i0 = ((size_t)hi << shift_hi) | ((size_t)mid << BR_B) | lo;
+    const size_t i1 = ((size_t)hi << shift_hi) | ((size_t)rmid << BR_B) | lo;
+    t0[hi * BR_T + lo] = a[i0];
+    if (mid != rmid) t1[hi * BR_T + lo] = a[i1];
+    __syncthreads();
+    const u32 src = bitrev(lo, BR_B) * BR_T + bitrev(hi, BR_B);
+    a[i1] = t0[src];
+    if (mid != rmid) a[i0] = t1[src];
+}
+
 // grid: 2^(logn - k) blocks of 2^(k-1) threads.
 extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, const Fr* __restrict__ root_pow2,
                                     const Fr* __restrict__ small_roots) {

@@ -186,11 +186,23 @@ impl GpuDevice {
             }
         };
         mark("start".into());
-        let bitrev = self.function(&NTT, "ntt_bitrev")?;
+        // tiled bit reversal from 2^8 up (rows of 16 consecutive elements), plain below
+        let (name, cfg) = if log_n >= 8 {
+            let tiles = LaunchConfig {
+                grid_dim: (1u32 << (log_n - 8), 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            ("ntt_bitrev_tiled", tiles)
+        } else {
+            ("ntt_bitrev", grid(n, 256))
+        };
+        let bitrev = self.function(&NTT, name)?;
         let mut b = self.stream().launch_builder(&bitrev);
         b.arg(&mut data.inner).arg(&log_n);
-        // SAFETY: ntt_bitrev(Fr*, u32) touches indices < 2^log_n = data.len().
-        unsafe { b.launch(grid(n, 256)) }.map_err(self.drv("launching ntt_bitrev"))?;
+        // SAFETY: ntt_bitrev(Fr*, u32) and ntt_bitrev_tiled(Fr*, u32) (2^(log_n-8) blocks of 256)
+        // touch indices < 2^log_n = data.len().
+        unsafe { b.launch(cfg) }.map_err(self.drv("launching the bit reversal"))?;
         mark("bitrev".into());
         let pass = self.function(&NTT, "ntt_pass")?;
         for (s, k) in passes(log_n) {
