@@ -49,7 +49,7 @@ fn c1_for_another_sector_size_is_rejected() {
     // The 2 KiB C1 output presented as an 8 MiB sector's.
     let req = ProofRequest::porep_from_c1(6, c1_json()).unwrap();
     let e = plan_err(&req);
-    assert!(!e.is_empty());
+    assert!(e.contains("do not verify as porep-c2 8MiB"), "{e}");
 
     // A request file whose sector size contradicts its registered proof.
     let mut file: serde_json::Value =

@@ -27,8 +27,8 @@ pub mod recordings;
 pub mod request;
 pub mod srs;
 
-pub use cuzk_pce as pce;
 pub use cpu::CpuBackend;
+pub use cuzk_pce as pce;
 pub use error::{Error, Result};
 pub use kind::{ProofKind, RegisteredProof, SectorSize};
 pub use pipeline::{prove, prove_circuit, verify, ProofOutput, ProveOptions, Randomness, Timings};

@@ -10,6 +10,7 @@ use filecoin_proofs::{
 use storage_proofs_core::{
     compound_proof::{self, CompoundProof},
     merkle::MerkleTreeTrait,
+    proof::ProofScheme,
 };
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
@@ -92,6 +93,21 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
         _,
     >>::setup(&setup)
     .map_err(Error::filecoin)?;
+    // Check the vanilla proofs against this proof's public parameters before building
+    // circuits: a C1 output of another sector size, registered proof or sector is refused here
+    // with a clear message instead of failing later inside the prover.
+    let valid =
+        <StackedDrg<'_, Tree, DefaultPieceHasher> as ProofScheme<'_>>::verify_all_partitions(
+            &pp.vanilla_params,
+            &pub_in,
+            &c1.vanilla_proofs,
+        )
+        .unwrap_or(false);
+    if !valid {
+        return Err(Error::InvalidRequest(format!(
+            "the C1 output's vanilla proofs do not verify as {proof}: wrong sector size or registered proof, or a corrupt C1 output"
+        )));
+    }
     let mut jobs = Vec::with_capacity(partitions);
     for (k, vanilla) in c1.vanilla_proofs.iter().enumerate() {
         let public_inputs = StackedCompound::<Tree, DefaultPieceHasher>::generate_public_inputs(

@@ -95,20 +95,7 @@ pub(super) fn plan(proof: RegisteredProof, inputs: &PostInputs) -> Result<ProofP
 pub fn decode_sector_proofs<Tree: MerkleTreeTrait>(
     raw: &[Vec<u8>],
 ) -> Result<Vec<FallbackPoStSectorProof<Tree>>> {
-    if raw.is_empty() {
-        return Err(Error::InvalidRequest(
-            "the vanilla proof list is empty".into(),
-        ));
-    }
-    raw.iter()
-        .enumerate()
-        .map(|(i, bytes)| {
-            bincode::deserialize(bytes).map_err(|e| Error::Decode {
-                what: format!("vanilla proof {i} (bincode FallbackPoStSectorProof)"),
-                reason: e.to_string(),
-            })
-        })
-        .collect()
+    super::decode_each(raw, "FallbackPoStSectorProof")
 }
 
 fn plan_for<Tree: 'static + MerkleTreeTrait>(

@@ -63,20 +63,7 @@ pub(super) fn plan(proof: RegisteredProof, inputs: &SnapInputs) -> Result<ProofP
 pub fn decode_partition_proofs<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
     raw: &[Vec<u8>],
 ) -> Result<Vec<PartitionProof<Tree>>> {
-    if raw.is_empty() {
-        return Err(Error::InvalidRequest(
-            "the vanilla proof list is empty".into(),
-        ));
-    }
-    raw.iter()
-        .enumerate()
-        .map(|(i, bytes)| {
-            bincode::deserialize(bytes).map_err(|e| Error::Decode {
-                what: format!("vanilla proof {i} (bincode PartitionProof)"),
-                reason: e.to_string(),
-            })
-        })
-        .collect()
+    super::decode_each(raw, "PartitionProof")
 }
 
 fn plan_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(

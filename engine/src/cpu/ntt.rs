@@ -87,7 +87,11 @@ fn butterflies(lo: &mut [Scalar], hi: &mut [Scalar], tw: &[Scalar], j0: usize, s
 /// The twiddles of the stage with butterfly span `half`, contiguous: `tw[j * m/(2 half)]`.
 fn stage_twiddles(tw: &[Scalar], half: usize, m: usize) -> Vec<Scalar> {
     let stride = m / (2 * half);
-    (0..half).into_par_iter().with_min_len(4096).map(|j| tw[j * stride]).collect()
+    (0..half)
+        .into_par_iter()
+        .with_min_len(4096)
+        .map(|j| tw[j * stride])
+        .collect()
 }
 
 /// Runs stages `half = 1, 2, ..` while `2*half <= a.len()` on one block; `local_tw` holds the
@@ -117,7 +121,8 @@ fn transform(a: &mut [Scalar], tw: &[Scalar], log_m: u32) {
         local_tw.extend(stage_twiddles(tw, half, m));
         half *= 2;
     }
-    a.par_chunks_mut(local).for_each(|blk| local_stages(blk, &local_tw));
+    a.par_chunks_mut(local)
+        .for_each(|blk| local_stages(blk, &local_tw));
     // the remaining stages span several blocks: split each block's butterflies
     while half < m {
         let compact;
