@@ -54,7 +54,9 @@ impl BellpersonLogProbe {
 
     /// The installed probe, if [`install`](Self::install) succeeded.
     pub fn get() -> Option<&'static BellpersonLogProbe> {
-        PROBE.get().filter(|_| INSTALLED.load(std::sync::atomic::Ordering::SeqCst))
+        PROBE
+            .get()
+            .filter(|_| INSTALLED.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// Takes the last reported duration whose line starts with `prefix`, clearing the buffer.
