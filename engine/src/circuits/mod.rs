@@ -123,14 +123,16 @@ pub struct ProofPlan {
 
 impl ProofPlan {
     /// The identity of the circuit shape: all partitions of all requests with the same
-    /// identity share one constraint structure.
+    /// identity share one constraint structure. It includes the engine's version, so a
+    /// recording made by another build (whose Filecoin circuits may differ) is never reused.
     pub fn shape_identity(&self) -> String {
         format!(
-            "{}-{}-v{}-{}",
+            "{}-{}-v{}-{}-cuzk{}",
             self.proof.kind,
             self.proof.sector_size,
             crate::srs::PARAMS_VERSION,
-            self.params_identifier
+            self.params_identifier,
+            env!("CARGO_PKG_VERSION")
         )
     }
 }
