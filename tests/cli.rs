@@ -27,71 +27,43 @@ fn demo_proves_and_verifies() {
     assert!(stdout.contains("timings:"), "{stdout}");
 }
 
+/// Runs `cuzk` with `args` (paths allowed) and returns its output.
+fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
+    let mut c = cuzk();
+    for a in args {
+        c.arg(a);
+    }
+    c.output().unwrap()
+}
+
+/// As [`run`], asserting success (stderr in the failure message).
+fn run_ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 #[test]
 fn gen_prove_verify_round_trip_and_tampered_proof_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let out = cuzk()
-        .args(["gen", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&[&"gen", &"--out", &dir.path()]);
     let req = dir.path().join("window-post-2KiB.json");
     let proof = dir.path().join("window.proof");
-    let out = cuzk()
-        .args(["prove", "--input"])
-        .arg(&req)
-        .arg("--out")
-        .arg(&proof)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&[&"prove", &"--input", &req, &"--out", &proof]);
     assert_eq!(std::fs::read(&proof).unwrap().len(), 192);
-    let ok = cuzk()
-        .args(["verify", "--input"])
-        .arg(&req)
-        .arg("--proof")
-        .arg(&proof)
-        .output()
-        .unwrap();
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    run_ok(&[&"verify", &"--input", &req, &"--proof", &proof]);
 
     // A proof for other public data (a fresh sector) must not verify against this request.
     let other_dir = tempfile::tempdir().unwrap();
-    let out = cuzk()
-        .args(["gen", "--seed", "99", "--out"])
-        .arg(other_dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    run_ok(&[&"gen", &"--seed", &"99", &"--out", &other_dir.path()]);
     let other_proof = other_dir.path().join("p");
-    let out = cuzk()
-        .args(["prove", "--input"])
-        .arg(other_dir.path().join("window-post-2KiB.json"))
-        .arg("--out")
-        .arg(&other_proof)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let bad = cuzk()
-        .args(["verify", "--input"])
-        .arg(&req)
-        .arg("--proof")
-        .arg(&other_proof)
-        .output()
-        .unwrap();
+    let other_req = other_dir.path().join("window-post-2KiB.json");
+    run_ok(&[&"prove", &"--input", &other_req, &"--out", &other_proof]);
+    let bad = run(&[&"verify", &"--input", &req, &"--proof", &other_proof]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("does not verify"));
 }
