@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use cuzk::bench::{bench_against_bellperson, BellpersonLogProbe, BenchSummary};
 use cuzk::pipeline::Progress;
+use cuzk::actors::DeviceSelector;
 use cuzk::{
+    DeviceChoice, Engine, EngineConfig, SubmitOptions,
     CpuBackend, Error, ProofKind, ProofOutput, ProofRequest, ProveOptions, Randomness,
     RegisteredProof, Result, SectorSize, SrsStore,
 };
@@ -57,6 +59,16 @@ enum Cmd {
         /// Use fixed r, s (reproducible proofs, for comparisons); never for production.
         #[arg(long)]
         fixed_rs: bool,
+        /// Prove on these GPUs (PCI address like 0000:65:00 or UUID GPU-...; repeatable).
+        /// Default: every GPU found, else the CPU.
+        #[arg(long = "device", conflicts_with = "cpu")]
+        devices: Vec<String>,
+        /// Prove on the CPU even when GPUs are present.
+        #[arg(long)]
+        cpu: bool,
+        /// Write a Chrome/Perfetto trace of the run (one track per device) to this file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
     },
     /// Verify proof bytes against a request file.
     Verify {
@@ -209,19 +221,24 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
 }
 
-fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
+type CliResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
     match cmd {
-        Cmd::Demo { kinds, seed } => demo(
+        Cmd::Demo { kinds, seed } => Ok(demo(
             store,
             &kinds_or(&kinds, &[ProofKind::WinningPost, ProofKind::WindowPost])?,
             seed,
-        ),
+        )?),
         Cmd::Prove {
             input,
             c1,
             registered_proof,
             out,
             fixed_rs,
+            devices,
+            cpu,
+            trace,
         } => {
             let request = match (input, c1, registered_proof) {
                 (Some(path), _, _) => ProofRequest::from_json(&read(&path)?)?,
@@ -229,27 +246,33 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
                 _ => {
                     return Err(Error::InvalidRequest(
                         "give --input FILE, or --c1 FILE with --registered-proof N".into(),
-                    ))
+                    )
+                    .into())
                 }
             };
-            let rep = Reporter::new();
-            let opts = ProveOptions {
-                randomness: if fixed_rs {
-                    Randomness::Fixed(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64))
-                } else {
-                    Randomness::Random
-                },
-                ..Default::default()
+            let mut config = EngineConfig::new(store.dir());
+            config.prove.randomness = if fixed_rs {
+                Randomness::Fixed(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64))
+            } else {
+                Randomness::Random
             };
-            let output = prove_with_progress(store, &request, &opts, &rep)?;
-            rep.finish();
-            write(&out, &output.bytes)?;
-            print_summary(&request, &output);
-            println!(
-                "proof written to {} ({} bytes)",
-                out.display(),
-                output.bytes.len()
-            );
+            config.devices = if cpu {
+                DeviceChoice::Cpu
+            } else if devices.is_empty() {
+                DeviceChoice::Auto
+            } else {
+                DeviceChoice::Gpus(
+                    devices
+                        .iter()
+                        .map(|d| d.parse::<DeviceSelector>())
+                        .collect::<std::result::Result<_, _>>()?,
+                )
+            };
+            config.trace_file = trace.clone();
+            prove_through_engine(config, &request, &out)?;
+            if let Some(t) = trace {
+                println!("trace written to {} (open in https://ui.perfetto.dev)", t.display());
+            }
             Ok(())
         }
         Cmd::Verify { input, proof } => {
@@ -260,7 +283,8 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
             } else {
                 Err(Error::VerificationFailed {
                     what: format!("{} from {}", request.proof, proof.display()),
-                })
+                }
+                .into())
             }
         }
         Cmd::Gen {
@@ -289,7 +313,8 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
             if matches!(size, SectorSize::S32GiB | SectorSize::S64GiB) {
                 return Err(Error::InvalidRequest(format!(
                     "refusing to generate parameters for {size} sectors: production sizes must use the published parameters"
-                )));
+                ))
+                .into());
             }
             eprintln!(
                 "note: these are INSECURE test parameters (known randomness), written to {}",
@@ -306,12 +331,12 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
             kinds,
             runs,
             sector_size,
-        } => bench(
+        } => Ok(bench(
             store,
             &kinds_or(&kinds, &[ProofKind::PorepC2, ProofKind::SnapDeals])?,
             runs,
             sector_size.parse()?,
-        ),
+        )?),
     }
 }
 
@@ -377,6 +402,74 @@ fn prove_with_progress(
         )),
     };
     cuzk::prove(store, &CpuBackend, request, opts, &on_progress)
+}
+
+/// Proves one request through the Engine (the same runtime the daemon uses), with progress
+/// on stderr, and writes the proof.
+fn prove_through_engine(config: EngineConfig, request: &ProofRequest, out: &Path) -> CliResult {
+    let rep = Reporter::new();
+    rep.step(format!("{}: starting the engine", request.proof));
+    let engine = Engine::start(config)?;
+    for d in engine.devices() {
+        rep.done(format!(
+            "device {} ({}, ordinal {} at start)",
+            d.id,
+            d.name,
+            d.ordinal
+        ));
+    }
+    rep.step(format!("{}: checking inputs and building circuits", request.proof));
+    let submitted = engine.submit(request, SubmitOptions::default())?;
+    let job = submitted.job;
+    let mut last = None;
+    let result = loop {
+        match engine.wait(job, Some(Duration::from_millis(200))) {
+            Err(cuzk::actors::Error::Timeout { .. }) => {
+                let now = engine.progress(job).map(|p| (p.synthesized, p.partitions, p.proved));
+                if let (Some((syn, n, proved)), true) = (now, now != last) {
+                    rep.step(format!(
+                        "{}: {syn} of {n} partition(s) synthesised, {proved} proved",
+                        request.proof
+                    ));
+                }
+                last = now;
+            }
+            other => break other,
+        }
+    };
+    let shutdown = engine.shutdown(Duration::from_secs(5));
+    rep.finish();
+    let result = result?;
+    shutdown?;
+    write(out, &result.proof)?;
+    let t = &result.timings;
+    println!(
+        "{}: {} partition(s), {} bytes, verified: {}, on {}",
+        request.proof,
+        result.partitions,
+        result.proof.len(),
+        if result.verified { "yes" } else { "skipped" },
+        result
+            .devices
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "  timings: queue {:.3}s | params {:.3}s | synthesis {:.3}s | prove {:.3}s | total {:.3}s",
+        t.queue_wait.as_secs_f64(),
+        t.srs_load.as_secs_f64(),
+        t.synthesis.as_secs_f64(),
+        t.gpu_compute.as_secs_f64(),
+        t.total.as_secs_f64()
+    );
+    println!(
+        "proof written to {} ({} bytes)",
+        out.display(),
+        result.proof.len()
+    );
+    Ok(())
 }
 
 fn print_summary(request: &ProofRequest, out: &ProofOutput) {
