@@ -36,7 +36,7 @@ pub mod bench;
 
 pub use cuzk_actors as actors;
 pub use cuzk_actors::{
-    DeviceChoice, Engine, EngineConfig, EngineStatus, JobResult, MockDevice, MockDriver,
-    Priority, SimulatedJob, SubmitOptions,
+    DeviceChoice, Engine, EngineConfig, EngineStatus, JobResult, MockDevice, MockDriver, Priority,
+    SimulatedJob, SubmitOptions,
 };
 pub use cuzk_engine::*;

@@ -6,13 +6,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+use cuzk::actors::DeviceSelector;
 use cuzk::bench::{bench_against_bellperson, BellpersonLogProbe, BenchSummary};
 use cuzk::pipeline::Progress;
-use cuzk::actors::DeviceSelector;
 use cuzk::{
-    DeviceChoice, Engine, EngineConfig, SubmitOptions,
-    CpuBackend, Error, ProofKind, ProofOutput, ProofRequest, ProveOptions, Randomness,
-    RegisteredProof, Result, SectorSize, SrsStore,
+    CpuBackend, DeviceChoice, Engine, EngineConfig, Error, ProofKind, ProofOutput, ProofRequest,
+    ProveOptions, Randomness, RegisteredProof, Result, SectorSize, SrsStore, SubmitOptions,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -271,7 +270,10 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             config.trace_file = trace.clone();
             prove_through_engine(config, &request, &out)?;
             if let Some(t) = trace {
-                println!("trace written to {} (open in https://ui.perfetto.dev)", t.display());
+                println!(
+                    "trace written to {} (open in https://ui.perfetto.dev)",
+                    t.display()
+                );
             }
             Ok(())
         }
@@ -413,19 +415,22 @@ fn prove_through_engine(config: EngineConfig, request: &ProofRequest, out: &Path
     for d in engine.devices() {
         rep.done(format!(
             "device {} ({}, ordinal {} at start)",
-            d.id,
-            d.name,
-            d.ordinal
+            d.id, d.name, d.ordinal
         ));
     }
-    rep.step(format!("{}: checking inputs and building circuits", request.proof));
+    rep.step(format!(
+        "{}: checking inputs and building circuits",
+        request.proof
+    ));
     let submitted = engine.submit(request, SubmitOptions::default())?;
     let job = submitted.job;
     let mut last = None;
     let result = loop {
         match engine.wait(job, Some(Duration::from_millis(200))) {
             Err(cuzk::actors::Error::Timeout { .. }) => {
-                let now = engine.progress(job).map(|p| (p.synthesized, p.partitions, p.proved));
+                let now = engine
+                    .progress(job)
+                    .map(|p| (p.synthesized, p.partitions, p.proved));
                 if let (Some((syn, n, proved)), true) = (now, now != last) {
                     rep.step(format!(
                         "{}: {syn} of {n} partition(s) synthesised, {proved} proved",

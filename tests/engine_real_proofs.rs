@@ -47,16 +47,28 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
     }
     let store = support::store_with(ProofKind::WinningPost);
     for (k, job) in &jobs {
-        let res = engine.wait(*job, Some(Duration::from_secs(600))).expect("job completes");
+        let res = engine
+            .wait(*job, Some(Duration::from_secs(600)))
+            .expect("job completes");
         assert!(res.verified);
         let req = support::inputs().get(*k);
-        assert!(cuzk::verify(&store, req, &res.proof).expect("verifier runs"), "{k}");
+        assert!(
+            cuzk::verify(&store, req, &res.proof).expect("verifier runs"),
+            "{k}"
+        );
         let reference = cuzk::prove(&store, &CpuBackend, req, &opts, &|_| {}).expect("pipeline");
-        assert_eq!(res.proof, reference.bytes, "{k}: engine and pipeline differ");
+        assert_eq!(
+            res.proof, reference.bytes,
+            "{k}: engine and pipeline differ"
+        );
     }
     let st = engine.status().expect("status");
     assert_eq!(st.completed, 4);
-    assert!(st.srs.len() >= 2, "both parameter sets loaded: {:?}", st.srs);
+    assert!(
+        st.srs.len() >= 2,
+        "both parameter sets loaded: {:?}",
+        st.srs
+    );
     engine.shutdown(Duration::from_secs(5)).expect("shutdown");
     let iv = rec.take();
     assert!(find_overlap(&iv).is_none());
@@ -76,7 +88,9 @@ fn a_bad_request_is_refused_at_submit_and_the_engine_keeps_serving() {
     if let cuzk::ProofInputs::Post(p) = &mut bad.inputs {
         p.vanilla_proofs = vec![vec![1, 2, 3]];
     }
-    let e = engine.submit(&bad, SubmitOptions::default()).expect_err("garbage accepted");
+    let e = engine
+        .submit(&bad, SubmitOptions::default())
+        .expect_err("garbage accepted");
     assert!(e.to_string().contains("vanilla"), "{e}");
     let good = engine
         .prove(&support::inputs().winning_post, SubmitOptions::default())
