@@ -32,6 +32,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod bench;
 
 pub use cuzk_actors as actors;

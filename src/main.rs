@@ -69,6 +69,34 @@ enum Cmd {
         #[arg(long)]
         trace: Option<PathBuf>,
     },
+    /// Prove a stream of requests of mixed kinds through the Engine (from `cuzk gen` output),
+    /// verify every proof, check the trace for overlap on any device, report throughput.
+    Batch {
+        /// Directory written by `cuzk gen` (2 KiB requests).
+        #[arg(long)]
+        inputs: PathBuf,
+        /// Jobs to prove (cycling through the kinds).
+        #[arg(long, default_value_t = 200)]
+        count: usize,
+        /// Kinds (default: winning-post, window-post, snap-deals, porep-c2).
+        #[arg(long = "kind")]
+        kinds: Vec<String>,
+        /// GPUs to use (PCI address or UUID; repeatable). Default: every GPU, else the CPU.
+        #[arg(long = "device", conflicts_with = "cpu")]
+        devices: Vec<String>,
+        /// Use the CPU only.
+        #[arg(long)]
+        cpu: bool,
+        /// Synthesis workers (default: one per core, at most 32).
+        #[arg(long)]
+        synthesis_workers: Option<usize>,
+        /// Fixed r, s: proofs (and the printed digest) are reproducible across runs.
+        #[arg(long)]
+        fixed_rs: bool,
+        /// Trace file (default: <tmp>/cuzk-batch-trace.json).
+        #[arg(long)]
+        trace: Option<PathBuf>,
+    },
     /// Verify proof bytes against a request file.
     Verify {
         /// Request file the proof was made from.
@@ -255,18 +283,7 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             } else {
                 Randomness::Random
             };
-            config.devices = if cpu {
-                DeviceChoice::Cpu
-            } else if devices.is_empty() {
-                DeviceChoice::Auto
-            } else {
-                DeviceChoice::Gpus(
-                    devices
-                        .iter()
-                        .map(|d| d.parse::<DeviceSelector>())
-                        .collect::<std::result::Result<_, _>>()?,
-                )
-            };
+            config.devices = device_choice(cpu, &devices)?;
             config.trace_file = trace.clone();
             prove_through_engine(config, &request, &out)?;
             if let Some(t) = trace {
@@ -274,6 +291,74 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
                     "trace written to {} (open in https://ui.perfetto.dev)",
                     t.display()
                 );
+            }
+            Ok(())
+        }
+        Cmd::Batch {
+            inputs,
+            count,
+            kinds,
+            devices,
+            cpu,
+            synthesis_workers,
+            fixed_rs,
+            trace,
+        } => {
+            let kinds = kinds_or(
+                &kinds,
+                &[
+                    ProofKind::WinningPost,
+                    ProofKind::WindowPost,
+                    ProofKind::SnapDeals,
+                    ProofKind::PorepC2,
+                ],
+            )?;
+            let requests = cuzk::batch::load_requests(&inputs, &kinds)?;
+            let mut config = EngineConfig::new(store.dir());
+            config.devices = device_choice(cpu, &devices)?;
+            config.synthesis_workers = synthesis_workers.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(2, |n| n.get().min(32))
+            });
+            if fixed_rs {
+                config.prove.randomness =
+                    Randomness::Fixed(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64));
+            }
+            let trace = trace.unwrap_or_else(cuzk::batch::default_trace);
+            let rep = Reporter::new();
+            rep.step("warming up (parameters, recorded circuits)");
+            let report = cuzk::batch::run(config, &requests, count, &trace, &|done, all| {
+                if done % 10 == 0 || done == all {
+                    rep.step(format!("{done}/{all} proofs"));
+                }
+            })?;
+            rep.finish();
+            println!(
+                "{} jobs ({} partitions) in {:.2}s: {:.2} proofs/s, {:.2} partitions/s; every proof verified",
+                report.jobs,
+                report.partitions,
+                report.wall.as_secs_f64(),
+                report.jobs as f64 / report.wall.as_secs_f64(),
+                report.partitions as f64 / report.wall.as_secs_f64()
+            );
+            for (k, n) in &report.per_kind {
+                println!("  {k}: {n}");
+            }
+            for (d, (n, busy)) in &report.per_device {
+                println!(
+                    "  device {d}: {n} partitions, busy {:.2}s ({:.0}% of wall)",
+                    busy.as_secs_f64(),
+                    100.0 * busy.as_secs_f64() / report.wall.as_secs_f64()
+                );
+            }
+            println!(
+                "  trace {}: device tracks busy: {}; overlapping partitions on a device: {}",
+                trace.display(),
+                report.busy_tracks.join(", "),
+                report.overlaps
+            );
+            println!("  digest of all proofs: {}", report.digest);
+            if report.overlaps > 0 {
+                return Err("partitions overlapped on a device".into());
             }
             Ok(())
         }
@@ -404,6 +489,25 @@ fn prove_with_progress(
         )),
     };
     cuzk::prove(store, &CpuBackend, request, opts, &on_progress)
+}
+
+/// The devices asked for on the command line.
+fn device_choice(
+    cpu: bool,
+    devices: &[String],
+) -> std::result::Result<DeviceChoice, cuzk::actors::Error> {
+    Ok(if cpu {
+        DeviceChoice::Cpu
+    } else if devices.is_empty() {
+        DeviceChoice::Auto
+    } else {
+        DeviceChoice::Gpus(
+            devices
+                .iter()
+                .map(|d| d.parse::<DeviceSelector>())
+                .collect::<std::result::Result<_, _>>()?,
+        )
+    })
 }
 
 /// Proves one request through the Engine (the same runtime the daemon uses), with progress
