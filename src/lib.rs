@@ -26,7 +26,7 @@
 //! # fn main() -> cuzk::Result<()> {
 //! let request = ProofRequest::from_json(&std::fs::read("winning-post-2KiB.json").unwrap())?;
 //! let store = SrsStore::new(cuzk::srs::default_dir());
-//! let out = cuzk::prove(&store, &CpuBackend, &request, &ProveOptions::default(), &|_| {})?;
+//! let out = cuzk::prove(&store, &mut CpuBackend, &request, &ProveOptions::default(), &|_| {})?;
 //! assert!(out.verified);
 //! # Ok(()) }
 //! ```

@@ -488,7 +488,7 @@ fn prove_with_progress(
             request.proof
         )),
     };
-    cuzk::prove(store, &CpuBackend, request, opts, &on_progress)
+    cuzk::prove(store, &mut CpuBackend, request, opts, &on_progress)
 }
 
 /// The devices asked for on the command line.
@@ -649,7 +649,7 @@ fn bench(store: &SrsStore, kinds: &[ProofKind], runs: usize, size: SectorSize) -
         ));
         summaries.push(bench_against_bellperson(
             store,
-            &CpuBackend,
+            &mut CpuBackend,
             inputs.get(*kind),
             runs,
             probe,

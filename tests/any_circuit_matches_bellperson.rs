@@ -89,7 +89,7 @@ fn arbitrary_shapes_match_bellperson() {
             verify: true,
             ..Default::default()
         };
-        let (ours, _) = prove_circuit(&srs, &CpuBackend, circuit, &opts).expect("cuzk");
+        let (ours, _) = prove_circuit(&srs, &mut CpuBackend, circuit, &opts).expect("cuzk");
         let (mut a, mut b) = (Vec::new(), Vec::new());
         ours.write(&mut a).unwrap();
         theirs.write(&mut b).unwrap();
@@ -120,6 +120,6 @@ fn unsatisfied_circuit_yields_no_proof() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let params = generate_random_parameters::<Bls12, _, _>(Wrong, &mut rng).unwrap();
     let srs = Srs::from_parameters(params);
-    let err = prove_circuit(&srs, &CpuBackend, Wrong, &ProveOptions::default()).unwrap_err();
+    let err = prove_circuit(&srs, &mut CpuBackend, Wrong, &ProveOptions::default()).unwrap_err();
     assert!(err.to_string().contains("does not verify"), "{err}");
 }
