@@ -97,9 +97,10 @@ impl MsmCurve for G2 {
     }
 }
 
-/// Affine bases resident on one device.
+/// Affine bases resident on one device. No device memory is allocated for zero points
+/// (the driver refuses empty allocations).
 pub struct Bases<C: MsmCurve> {
-    buf: DeviceBuffer<C::Affine>,
+    buf: Option<DeviceBuffer<C::Affine>>,
     _c: PhantomData<C>,
 }
 
@@ -109,21 +110,27 @@ pub type G1Bases = Bases<G1>;
 pub type G2Bases = Bases<G2>;
 
 impl<C: MsmCurve> Bases<C> {
+    fn new(buf: Option<DeviceBuffer<C::Affine>>) -> Self {
+        Bases {
+            buf: buf.filter(|b| !b.is_empty()),
+            _c: PhantomData,
+        }
+    }
     /// Number of points.
     pub fn len(&self) -> usize {
-        self.buf.len()
+        self.buf.as_ref().map_or(0, |b| b.len())
     }
     /// Whether there are no points.
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.len() == 0
     }
     /// Device memory used, in bytes.
     pub fn num_bytes(&self) -> usize {
-        self.buf.num_bytes()
+        self.buf.as_ref().map_or(0, |b| b.num_bytes())
     }
-    /// The raw device buffer of affine points.
-    pub fn raw(&self) -> &cudarc::driver::CudaSlice<<C::Affine as DeviceElem>::Raw> {
-        self.buf.raw()
+    /// The raw device buffer of affine points; `None` when there are no points.
+    pub fn raw(&self) -> Option<&cudarc::driver::CudaSlice<<C::Affine as DeviceElem>::Raw>> {
+        self.buf.as_ref().map(|b| b.raw())
     }
 }
 
@@ -153,19 +160,21 @@ impl GpuDevice {
     /// Uploads G1 bases once; they stay on this device until dropped.
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = points.len()))]
     pub fn upload_g1_bases(&self, points: &[G1Affine]) -> Result<G1Bases> {
-        Ok(Bases {
-            buf: self.upload(points)?,
-            _c: PhantomData,
-        })
+        self.upload_bases(points)
     }
 
     /// Uploads G2 bases once; they stay on this device until dropped.
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = points.len()))]
     pub fn upload_g2_bases(&self, points: &[G2Affine]) -> Result<G2Bases> {
-        Ok(Bases {
-            buf: self.upload(points)?,
-            _c: PhantomData,
-        })
+        self.upload_bases(points)
+    }
+
+    /// Uploads bases of either curve once; they stay on this device until dropped.
+    pub fn upload_bases<C: MsmCurve>(&self, points: &[C::Affine]) -> Result<Bases<C>> {
+        if points.is_empty() {
+            return Ok(Bases::new(None));
+        }
+        Ok(Bases::new(Some(self.upload(points)?)))
     }
 
     /// Bases of `len` points repeating `points` (`points[i % points.len()]` at index i),
@@ -175,10 +184,7 @@ impl GpuDevice {
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, distinct = points.len(), len))]
     pub fn tile_bases<C: MsmCurve>(&self, points: &[C::Affine], len: usize) -> Result<Bases<C>> {
         if len == 0 {
-            return Ok(Bases {
-                buf: self.alloc_zeroed(0)?,
-                _c: PhantomData,
-            });
+            return Ok(Bases::new(None));
         }
         if points.is_empty() {
             return Err(Error::Unsupported {
@@ -200,10 +206,7 @@ impl GpuDevice {
                 .map_err(self.drv("copying bases on the device"))?;
             start = end;
         }
-        Ok(Bases {
-            buf: DeviceBuffer::from_raw(inner),
-            _c: PhantomData,
-        })
+        Ok(Bases::new(Some(DeviceBuffer::from_raw(inner))))
     }
 
     /// `sum_i scalars[i] * bases[range.start + i]` over G1; `scalars.len()` must equal
@@ -297,10 +300,13 @@ impl GpuDevice {
             });
         }
         let mut acc = C::Projective::identity();
+        let Some(buf) = bases.buf.as_ref() else {
+            return Ok(acc); // no points: the range is empty (checked above)
+        };
         let mut start = 0;
         while start < range.len() {
             let end = (start + MAX_CHUNK).min(range.len());
-            let b = bases.buf.view(range.start + start..range.start + end);
+            let b = buf.view(range.start + start..range.start + end);
             let s = scalars.view(from + start..from + end);
             acc += self.msm_chunk::<C>(b, s)?;
             start = end;

@@ -520,4 +520,15 @@ fn compaction_offsets_and_tiling_match_the_host() {
     let got = dev.msm_g2(&tiled2, 0..10, &sc[..10]).unwrap();
     assert_eq!(got, msm_g2_cpu(&rep2, &sc[..10]), "tiled G2 bases");
     assert!(dev.tile_bases::<cuzk_kernels::G1>(&[], 3).is_err());
+
+    // no points: nothing allocated, an empty MSM is the identity, a non-empty one an error
+    let empty = dev.upload_g2_bases(&[]).unwrap();
+    assert!(empty.is_empty() && empty.raw().is_none());
+    assert_eq!(
+        dev.msm_g2(&empty, 0..0, &[]).unwrap(),
+        G2Projective::identity()
+    );
+    let none = dev.tile_bases::<cuzk_kernels::G1>(&[], 0).unwrap();
+    assert_eq!(none.num_bytes(), 0);
+    assert!(dev.msm_g1(&none, 0..1, &sc[..1]).is_err());
 }
