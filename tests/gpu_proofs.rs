@@ -1,7 +1,7 @@
 //! On a CUDA device, the GPU backend's proofs are byte-identical to the CPU backend's and to
 //! bellperson 0.27's `create_proof` with the same r and s, for every proof kind at 2 KiB and
 //! for synthetic circuits of many shapes (no public input, a domain of one point, sizes
-//! around powers of two), and they verify. Parameters stay resident between proofs; under a
+//! around powers of two), with B in G2 on the device or on the host, and they verify. Parameters stay resident between proofs; under a
 //! small budget the least recently used circuit is evicted and the proofs do not change.
 //!
 //! Run on a GPU machine (parameters are generated into `$CUZK_TEST_PARAMS` on first use):
@@ -58,6 +58,16 @@ fn check_kind(kind: ProofKind) {
     let cold = cuzk::prove(&store, &gpu, request, &opts, &|_| {}).expect("GPU proves");
     let warm = cuzk::prove(&store, &gpu, request, &opts, &|_| {}).expect("GPU proves again");
     assert!(cold.verified && warm.verified);
+    // B in G2 on the host's cores, overlapped with the device: the same proof
+    let host_g2 = self::gpu().with_b_g2_on_host(true);
+    let _ = cuzk::prove(&store, &host_g2, request, &opts, &|_| {}).expect("GPU + host proves");
+    let overlapped =
+        cuzk::prove(&store, &host_g2, request, &opts, &|_| {}).expect("GPU + host proves");
+    assert_eq!(
+        overlapped.bytes, cpu.bytes,
+        "{kind}: B G2 on the host differs"
+    );
+    drop(host_g2);
     assert_eq!(
         hex::encode(&cold.bytes),
         hex::encode(&cpu.bytes),
@@ -117,12 +127,13 @@ fn check_kind(kind: ProofKind) {
     assert!(needed > gpu.resident_bytes());
     println!(
         "{kind}: {n} constraints, {} partition(s); prove: CPU {:.3?}, GPU cold {:.3?} (uploads \
-         parameters, loads kernels), GPU warm {:.3?}; partition 0 warm {wall:.3?} = {phases}; \
-         resident {} MiB, vram_needed {} MiB",
+         parameters, loads kernels), GPU warm {:.3?}, GPU warm with B G2 on the host {:.3?}; \
+         partition 0 warm {wall:.3?} = {phases}; resident {} MiB, vram_needed {} MiB",
         cold.partitions.len(),
         cpu.timings.prove,
         cold.timings.prove,
         warm.timings.prove,
+        overlapped.timings.prove,
         gpu.resident_bytes() >> 20,
         needed >> 20,
     );
@@ -183,6 +194,7 @@ fn case(rng: &mut ChaCha8Rng, squarings: usize, inputs: usize, linear: usize) ->
 #[ignore = "needs a CUDA device"]
 fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
     let gpu = gpu();
+    let host_g2 = self::gpu().with_b_g2_on_host(true);
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     let shapes = [
         (1, 0, 0), // no public input
@@ -209,6 +221,14 @@ fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
             c.name
         );
         assert_eq!(bytes(&ours), bytes(&cpu), "{}: GPU vs CPU", c.name);
+        let (overlapped, _) =
+            prove_circuit(&c.srs, &host_g2, c.circuit.clone(), &opts).expect("GPU + host");
+        assert_eq!(
+            bytes(&overlapped),
+            bytes(&cpu),
+            "{}: B G2 on the host",
+            c.name
+        );
         assert!(verify_proof(&c.srs.pvk, &ours, &inputs).expect("verifier runs"));
         cases.push(c);
     }
@@ -220,6 +240,12 @@ fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
     let srs = Srs::from_parameters(params);
     let (ours, _) = prove_circuit(&srs, &gpu, Empty, &fixed(r, s)).expect("GPU proves");
     assert_eq!(bytes(&ours), bytes(&theirs), "empty circuit");
+    let (ours, _) = prove_circuit(&srs, &host_g2, Empty, &fixed(r, s)).expect("GPU + host");
+    assert_eq!(
+        bytes(&ours),
+        bytes(&theirs),
+        "empty circuit, B G2 on the host"
+    );
 
     // parameters of another circuit are refused, not turned into a bad proof
     let asg = cuzk::pce::synthesize(cases[5].circuit.clone()).expect("synthesis");

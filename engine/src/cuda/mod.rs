@@ -44,6 +44,7 @@ pub struct CudaBackend {
     dev: GpuDevice,
     label: String,
     resident: Mutex<resident::Lru<DeviceSrs>>,
+    b_g2_on_host: bool,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -70,7 +71,21 @@ impl CudaBackend {
             label: dev.pci_id().to_string(),
             dev,
             resident: Mutex::new(resident::Lru::new(budget)),
+            b_g2_on_host: false,
         })
+    }
+
+    /// Computes the B query in G2 on the host's cores (the CPU backend's MSM) while the
+    /// device does the rest, instead of on the device. Same proofs either way; it pays when
+    /// the host has cores to spare (see docs/benchmarks.md). Off by default.
+    pub fn with_b_g2_on_host(mut self, on: bool) -> Self {
+        self.b_g2_on_host = on;
+        self
+    }
+
+    /// Whether the B query in G2 runs on the host (see [`CudaBackend::with_b_g2_on_host`]).
+    pub fn b_g2_on_host(&self) -> bool {
+        self.b_g2_on_host
     }
 
     /// Sets the budget, in bytes, for resident parameters (all circuits together), evicting
@@ -160,7 +175,8 @@ impl CudaBackend {
     ) -> Result<(Proof<Bls12>, PhaseTimes)> {
         check_shape(&srs.params, &asg, &srs.path.display().to_string())?;
         let bases = self.resident_bases(srs, partition)?;
-        let (msm, times) = prove_msms(&self.dev, &bases, asg, partition)?;
+        let host_g2 = self.b_g2_on_host.then(|| srs.params.b_g2.as_slice());
+        let (msm, times) = prove_msms(&self.dev, &bases, asg, partition, host_g2)?;
         drop(bases);
         let proof = assemble(&srs.params, &msm, r, s)?;
         tracing::debug!(device = %self.label, partition, %times, "partition proved");

@@ -7,17 +7,22 @@
 //! the inputs whose `b_input_density` bit is set, then the aux values whose `b_aux_density`
 //! bit is set, with the B queries (G1 and G2). Selected aux values are compacted on the
 //! device; inputs (a few hundred at most) are selected on the host.
+//!
+//! Optionally B in G2, the slowest MSM on the device, runs on the host's cores with the CPU
+//! backend's MSM (zeros skipped, ones summed by batch addition) while the device does
+//! everything else, as SupraSeal does.
 
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
-use blstrs::Scalar;
+use blstrs::{G2Affine, G2Projective, Scalar};
 use cuzk_kernels::{DeviceBuffer, GpuDevice};
 use cuzk_pce::{Assignment, Density};
 use group::Group;
 use tracing::info_span;
 
 use super::resident::DeviceSrs;
+use crate::cpu::msm::{msm_g2, Selection};
 use crate::cpu::ntt::Domain;
 use crate::error::{Error, Result};
 use crate::prover::MsmResults;
@@ -38,7 +43,8 @@ pub struct PhaseTimes {
     pub msm_a: Duration,
     /// Compaction of the B scalars and the B MSM in G1.
     pub msm_b_g1: Duration,
-    /// B MSM in G2.
+    /// B MSM in G2 on the device; when it runs on the host, the time the device waited for
+    /// the host's result after its own last phase (zero when the host finished first).
     pub msm_b_g2: Duration,
     /// Freeing the partition's buffers and the final synchronisation (the MSM results
     /// themselves come back inside each MSM).
@@ -186,16 +192,34 @@ fn head_then_selected(
     Ok(Some(buf))
 }
 
+/// B in G2 on the host, exactly as the CPU backend computes it: inputs selected by
+/// `b_input`, then aux values selected by `b_aux`, against `bases` in that order.
+fn host_b_g2(
+    bases: &[G2Affine],
+    input: &[Scalar],
+    aux: &[Scalar],
+    b_input: &Density,
+    b_aux: &Density,
+) -> std::result::Result<G2Projective, String> {
+    let nb_in = b_input.count().min(bases.len());
+    let x = msm_g2(&bases[..nb_in], input, Selection::Dense(b_input))?;
+    let y = msm_g2(&bases[nb_in..], aux, Selection::Dense(b_aux))?;
+    Ok(x + y)
+}
+
 /// Proves the MSM part of one partition on `dev` against `srs`: returns the five group
 /// elements that [`crate::prover::assemble`] combines, and the time of each phase.
 ///
-/// The assignment must have the shape `srs` was made for (see
+/// With `b_g2_host` (the host's copy of the B query in G2, the same points as `srs.b_g2`),
+/// B in G2 is computed on the host's cores while the device works, and `srs.b_g2` is not
+/// used. The assignment must have the shape `srs` was made for (see
 /// [`crate::prover::check_shape`]); a mismatch is an error, never a wrong result.
 pub fn prove_msms(
     dev: &GpuDevice,
     srs: &DeviceSrs,
     asg: Assignment,
     partition: usize,
+    b_g2_host: Option<&[G2Affine]>,
 ) -> Result<(MsmResults, PhaseTimes)> {
     let mut t = PhaseTimes::default();
     let Assignment {
@@ -226,89 +250,116 @@ pub fn prove_msms(
     let a_words = density_words(&a_aux_density, aux.len());
     let b_words = density_words(&b_aux_density, aux.len());
 
-    let (mut d_a, d_b, d_c, d_aux) = phase(dev, partition, "upload", &mut t.upload, || {
-        let padded = |v: &[Scalar]| -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
-            if m < 2 {
-                return Ok(None);
+    std::thread::scope(|scope| {
+        let host = b_g2_host.map(|bases| {
+            let (input, aux) = (&input, &aux);
+            let (bi, ba) = (&b_input_density, &b_aux_density);
+            scope.spawn(move || {
+                let span = info_span!("msm_b_g2_host", partition, n = bases.len());
+                span.in_scope(|| host_b_g2(bases, input, aux, bi, ba))
+            })
+        });
+        let (mut d_a, d_b, d_c, d_aux) = phase(dev, partition, "upload", &mut t.upload, || {
+            let padded = |v: &[Scalar]| -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
+                if m < 2 {
+                    return Ok(None);
+                }
+                upload_padded(dev, v, m).map(Some)
+            };
+            let aux_buf = if aux.is_empty() {
+                None
+            } else {
+                Some(dev.upload(&aux)?)
+            };
+            Ok((padded(&a)?, padded(&b)?, padded(&c)?, aux_buf))
+        })?;
+        drop((a, b, c)); // host copies: the device has them now
+
+        // H: with a domain of one point the H query is empty.
+        phase(dev, partition, "ntt", &mut t.ntt, || {
+            if let (Some(a), Some(b), Some(c)) = (d_a.as_mut(), d_b, d_c) {
+                super::ntt::compute_h(dev, a, b, c)?;
             }
-            upload_padded(dev, v, m).map(Some)
+            Ok(())
+        })?;
+        let h = phase(dev, partition, "msm_h", &mut t.msm_h, || match &d_a {
+            Some(h) => dev.msm_at(&srs.h, 0..lens.h, h, 0),
+            None => Ok(Group::identity()),
+        })?;
+        drop(d_a); // m scalars: free before the other MSMs
+
+        let l = phase(dev, partition, "msm_l", &mut t.msm_l, || match &d_aux {
+            Some(aux) => dev.msm(&srs.l, 0..lens.l, aux),
+            None => Ok(Group::identity()),
+        })?;
+
+        let a_sum = phase(dev, partition, "msm_a", &mut t.msm_a, || {
+            let scalars = head_then_selected(dev, &input, d_aux.as_ref(), &a_words, lens.a)?;
+            match &scalars {
+                Some(s) => dev.msm(&srs.a, 0..lens.a, s),
+                None => Ok(Group::identity()),
+            }
+        })?;
+
+        let b_scalars = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
+            head_then_selected(dev, &b_inputs, d_aux.as_ref(), &b_words, lens.b_g1)
+        })?;
+        drop(d_aux); // aux values: every query's scalars are built
+        let b_g1 = phase(
+            dev,
+            partition,
+            "msm_b_g1",
+            &mut t.msm_b_g1,
+            || match &b_scalars {
+                Some(s) => dev.msm(&srs.b_g1, 0..lens.b_g1, s),
+                None => Ok(Group::identity()),
+            },
+        )?;
+        let b_g2 = match host {
+            Some(handle) => {
+                let span = info_span!("phase", phase = "msm_b_g2", device = %dev.pci_id(), partition, host = true);
+                let _g = span.enter();
+                let waited = Instant::now();
+                let joined = handle
+                    .join()
+                    .map_err(|_| "the host thread panicked".to_string())
+                    .and_then(|r| r);
+                t.msm_b_g2 += waited.elapsed();
+                joined.map_err(|reason| Error::Prover {
+                    partition,
+                    backend: dev.pci_id().to_string(),
+                    reason: format!("B query in G2 on the host: {reason}"),
+                })?
+            }
+            None => phase(dev, partition, "msm_b_g2", &mut t.msm_b_g2, || {
+                if lens.b_g2 != lens.b_g1 {
+                    return Err(cuzk_kernels::Error::Length {
+                        op: "B query in G2",
+                        expected: lens.b_g1,
+                        got: lens.b_g2,
+                    });
+                }
+                match &b_scalars {
+                    Some(s) => dev.msm(&srs.b_g2, 0..lens.b_g2, s),
+                    None => Ok(Group::identity()),
+                }
+            })?,
         };
-        let aux_buf = if aux.is_empty() {
-            None
-        } else {
-            Some(dev.upload(&aux)?)
-        };
-        Ok((padded(&a)?, padded(&b)?, padded(&c)?, aux_buf))
-    })?;
-    drop((a, b, c, aux)); // host copies: the device has them now
-
-    // H: with a domain of one point the H query is empty.
-    phase(dev, partition, "ntt", &mut t.ntt, || {
-        if let (Some(a), Some(b), Some(c)) = (d_a.as_mut(), d_b, d_c) {
-            super::ntt::compute_h(dev, a, b, c)?;
-        }
-        Ok(())
-    })?;
-    let h = phase(dev, partition, "msm_h", &mut t.msm_h, || match &d_a {
-        Some(h) => dev.msm_at(&srs.h, 0..lens.h, h, 0),
-        None => Ok(Group::identity()),
-    })?;
-    drop(d_a); // m scalars: free before the other MSMs
-
-    let l = phase(dev, partition, "msm_l", &mut t.msm_l, || match &d_aux {
-        Some(aux) => dev.msm(&srs.l, 0..lens.l, aux),
-        None => Ok(Group::identity()),
-    })?;
-
-    let a_sum = phase(dev, partition, "msm_a", &mut t.msm_a, || {
-        let scalars = head_then_selected(dev, &input, d_aux.as_ref(), &a_words, lens.a)?;
-        match &scalars {
-            Some(s) => dev.msm(&srs.a, 0..lens.a, s),
-            None => Ok(Group::identity()),
-        }
-    })?;
-
-    let b_scalars = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
-        head_then_selected(dev, &b_inputs, d_aux.as_ref(), &b_words, lens.b_g1)
-    })?;
-    drop(d_aux); // aux values: every query's scalars are built
-    let b_g1 = phase(
-        dev,
-        partition,
-        "msm_b_g1",
-        &mut t.msm_b_g1,
-        || match &b_scalars {
-            Some(s) => dev.msm(&srs.b_g1, 0..lens.b_g1, s),
-            None => Ok(Group::identity()),
-        },
-    )?;
-    let b_g2 = phase(dev, partition, "msm_b_g2", &mut t.msm_b_g2, || {
-        if lens.b_g2 != lens.b_g1 {
-            return Err(cuzk_kernels::Error::Length {
-                op: "B query in G2",
-                expected: lens.b_g1,
-                got: lens.b_g2,
-            });
-        }
-        match &b_scalars {
-            Some(s) => dev.msm(&srs.b_g2, 0..lens.b_g2, s),
-            None => Ok(Group::identity()),
-        }
-    })?;
-    phase(dev, partition, "download", &mut t.download, || {
-        drop(b_scalars);
-        Ok(())
-    })?;
-    Ok((
-        MsmResults {
-            h,
-            l,
-            a: a_sum,
-            b_g1,
-            b_g2,
-        },
-        t,
-    ))
+        phase(dev, partition, "download", &mut t.download, || {
+            drop(b_scalars);
+            Ok(())
+        })?;
+        Ok((
+            MsmResults {
+                h,
+                l,
+                a: a_sum,
+                b_g1,
+                b_g2,
+            },
+            t,
+        ))
+    })
 }
 
 #[cfg(test)]
