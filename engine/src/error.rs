@@ -67,9 +67,9 @@ pub enum Error {
         device: String,
         /// What was being done (e.g. "partition 3: H MSM").
         context: String,
-        /// The GPU library's error.
+        /// The GPU library's error (boxed: it is large, and errors travel by value).
         #[source]
-        source: cuzk_kernels::Error,
+        source: Box<cuzk_kernels::Error>,
     },
 
     /// A proof was computed but does not verify: it is never returned.

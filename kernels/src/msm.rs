@@ -616,7 +616,7 @@ mod tests {
             let n = 1usize << log;
             let c = window_bits(n);
             let nw = 256u64.div_ceil(c as u64);
-            let nb = (nw << (c - 1)) as u64;
+            let nb = nw << (c - 1);
             let g1 = msm_scratch_bytes::<G1>(n);
             let g2 = msm_scratch_bytes::<G2>(n);
             // canonical scalars, bucket lists, buckets and their partial sums at least

@@ -64,7 +64,7 @@ impl CudaBackend {
         let dev = GpuDevice::open(ordinal).map_err(|source| Error::Device {
             device: format!("cuda:{ordinal}"),
             context: "opening the device".into(),
-            source,
+            source: Box::new(source),
         })?;
         let budget = dev.total_memory() as u64 / 8 * DEFAULT_RESIDENT_EIGHTHS;
         Ok(CudaBackend {
@@ -239,7 +239,7 @@ impl CudaBackend {
         Error::Device {
             device: self.label.clone(),
             context,
-            source,
+            source: Box::new(source),
         }
     }
 }

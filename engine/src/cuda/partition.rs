@@ -16,10 +16,10 @@ use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use blstrs::{G2Affine, G2Projective, Scalar};
-use cuzk_kernels::{DeviceBuffer, GpuDevice};
+use cuzk_kernels::{DeviceBuffer, GpuDevice, PciId};
 use cuzk_pce::{Assignment, Density};
 use group::Group;
-use tracing::info_span;
+use tracing::{info_span, Span};
 
 use super::resident::DeviceSrs;
 use crate::cpu::msm::{msm_g2, Selection};
@@ -85,8 +85,21 @@ impl std::fmt::Display for PhaseTimes {
     }
 }
 
-/// Runs `f` in a span named `phase` with the device and partition, then waits for the
-/// device and adds the elapsed time to `slot`. Device errors get `phase` as context.
+/// The span of a phase, named for it (span names are static), with the device's PCI id.
+fn phase_span(name: &'static str, device: PciId, partition: usize) -> Span {
+    macro_rules! spans {
+        ($($phase:literal),*) => {
+            match name {
+                $($phase => info_span!($phase, device = %device, partition),)*
+                _ => info_span!("phase", phase = name, device = %device, partition),
+            }
+        };
+    }
+    spans!("upload", "ntt", "msm_h", "msm_l", "msm_a", "msm_b_g1", "msm_b_g2", "download")
+}
+
+/// Runs `f` in the span of phase `name` (device and partition as fields), then waits for the
+/// device and adds the elapsed time to `slot`. Device errors get the phase as context.
 fn phase<T>(
     dev: &GpuDevice,
     partition: usize,
@@ -95,7 +108,7 @@ fn phase<T>(
     f: impl FnOnce() -> cuzk_kernels::Result<T>,
 ) -> Result<T> {
     let pci = dev.pci_id();
-    let span = info_span!("phase", phase = name, device = %pci, partition);
+    let span = phase_span(name, pci, partition);
     let _g = span.enter();
     let t = Instant::now();
     let out = f().and_then(|v| dev.synchronize().map(|()| v));
@@ -103,7 +116,7 @@ fn phase<T>(
     out.map_err(|source| Error::Device {
         device: pci.to_string(),
         context: format!("partition {partition}: {name}"),
-        source,
+        source: Box::new(source),
     })
 }
 
@@ -112,13 +125,13 @@ fn phase<T>(
 pub fn density_words(d: &Density, n: usize) -> Cow<'_, [u64]> {
     let want = n.div_ceil(64);
     let words = d.words();
-    let tail_ok = n % 64 == 0 || words.get(want - 1).is_none_or(|w| w >> (n % 64) == 0);
+    let tail_ok = n.is_multiple_of(64) || words.get(want - 1).is_none_or(|w| w >> (n % 64) == 0);
     if words.len() == want && tail_ok {
         return Cow::Borrowed(words);
     }
     let mut v: Vec<u64> = words.iter().copied().take(want).collect();
     v.resize(want, 0);
-    if n % 64 != 0 {
+    if !n.is_multiple_of(64) {
         if let Some(last) = v.last_mut() {
             *last &= (1u64 << (n % 64)) - 1;
         }
@@ -317,7 +330,7 @@ pub fn prove_msms(
         )?;
         let b_g2 = match host {
             Some(handle) => {
-                let span = info_span!("phase", phase = "msm_b_g2", device = %dev.pci_id(), partition, host = true);
+                let span = info_span!("msm_b_g2", device = %dev.pci_id(), partition, host = true);
                 let _g = span.enter();
                 let waited = Instant::now();
                 let joined = handle
