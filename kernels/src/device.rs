@@ -262,6 +262,31 @@ impl GpuDevice {
             .map_err(self.drv("copying to the device"))
     }
 
+    /// Overwrites elements `start .. start + host.len()` of a device buffer with host
+    /// elements; that range must lie within the buffer. The rest of `dst` is untouched.
+    pub fn copy_to_device_at<T: DeviceElem>(
+        &self,
+        host: &[T],
+        dst: &mut DeviceBuffer<T>,
+        start: usize,
+    ) -> Result<()> {
+        let end = start
+            .checked_add(host.len())
+            .filter(|&end| end <= dst.len())
+            .ok_or(Error::Length {
+                op: "copy_to_device_at",
+                expected: dst.len().saturating_sub(start),
+                got: host.len(),
+            })?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        let mut view = dst.inner.slice_mut(start..end);
+        self.stream
+            .memcpy_htod(T::as_raw(host), &mut view)
+            .map_err(self.drv("copying to the device"))
+    }
+
     /// Copies a device buffer into host elements; lengths must match. Synchronous.
     pub fn copy_to_host<T: DeviceElem>(&self, src: &DeviceBuffer<T>, host: &mut [T]) -> Result<()> {
         check_len("copy_to_host", src.len(), host.len())?;
@@ -305,6 +330,12 @@ impl<T: DeviceElem> fmt::Debug for DeviceBuffer<T> {
 }
 
 impl<T: DeviceElem> DeviceBuffer<T> {
+    pub(crate) fn from_raw(inner: CudaSlice<T::Raw>) -> Self {
+        Self {
+            inner,
+            _t: PhantomData,
+        }
+    }
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.inner.len()
