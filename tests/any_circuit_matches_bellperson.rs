@@ -68,7 +68,7 @@ fn empty_circuit_matches_bellperson() {
         verify: true,
         ..Default::default()
     };
-    let (ours, inputs) = prove_circuit(&srs, &CpuBackend, Empty, &opts).expect("cuzk");
+    let (ours, inputs) = prove_circuit(&srs, &mut CpuBackend, Empty, &opts).expect("cuzk");
     assert!(inputs.is_empty());
     assert_eq!(ours, theirs);
 }

@@ -49,20 +49,20 @@ fn fixed(r: Scalar, s: Scalar) -> ProveOptions {
 
 /// One kind end to end: CPU, GPU (cold, then warm) and bellperson give the same bytes.
 fn check_kind(kind: ProofKind) {
-    let gpu = gpu();
+    let mut gpu = gpu();
     let store = support::store_with(kind);
     let request = support::inputs().get(kind);
     let (r, s) = (Scalar::from(0xdead_beefu64), Scalar::from(0x0bad_cafeu64));
     let opts = fixed(r, s);
-    let cpu = cuzk::prove(&store, &CpuBackend, request, &opts, &|_| {}).expect("CPU proves");
-    let cold = cuzk::prove(&store, &gpu, request, &opts, &|_| {}).expect("GPU proves");
-    let warm = cuzk::prove(&store, &gpu, request, &opts, &|_| {}).expect("GPU proves again");
+    let cpu = cuzk::prove(&store, &mut CpuBackend, request, &opts, &|_| {}).expect("CPU proves");
+    let cold = cuzk::prove(&store, &mut gpu, request, &opts, &|_| {}).expect("GPU proves");
+    let warm = cuzk::prove(&store, &mut gpu, request, &opts, &|_| {}).expect("GPU proves again");
     assert!(cold.verified && warm.verified);
     // B in G2 on the host's cores, overlapped with the device: the same proof
-    let host_g2 = self::gpu().with_b_g2_on_host(true);
-    let _ = cuzk::prove(&store, &host_g2, request, &opts, &|_| {}).expect("GPU + host proves");
+    let mut host_g2 = self::gpu().with_b_g2_on_host(true);
+    let _ = cuzk::prove(&store, &mut host_g2, request, &opts, &|_| {}).expect("GPU + host proves");
     let overlapped =
-        cuzk::prove(&store, &host_g2, request, &opts, &|_| {}).expect("GPU + host proves");
+        cuzk::prove(&store, &mut host_g2, request, &opts, &|_| {}).expect("GPU + host proves");
     assert_eq!(
         overlapped.bytes, cpu.bytes,
         "{kind}: B G2 on the host differs"
@@ -193,8 +193,8 @@ fn case(rng: &mut ChaCha8Rng, squarings: usize, inputs: usize, linear: usize) ->
 #[test]
 #[ignore = "needs a CUDA device"]
 fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
-    let gpu = gpu();
-    let host_g2 = self::gpu().with_b_g2_on_host(true);
+    let mut gpu = gpu();
+    let mut host_g2 = self::gpu().with_b_g2_on_host(true);
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     let shapes = [
         (1, 0, 0), // no public input
@@ -211,9 +211,9 @@ fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let theirs = create_proof(c.circuit.clone(), &c.srs.params, r, s).expect("bellperson");
         let opts = fixed(r, s);
-        let (cpu, _) = prove_circuit(&c.srs, &CpuBackend, c.circuit.clone(), &opts).expect("CPU");
+        let (cpu, _) = prove_circuit(&c.srs, &mut CpuBackend, c.circuit.clone(), &opts).expect("CPU");
         let (ours, inputs) =
-            prove_circuit(&c.srs, &gpu, c.circuit.clone(), &opts).expect("GPU proves");
+            prove_circuit(&c.srs, &mut gpu, c.circuit.clone(), &opts).expect("GPU proves");
         assert_eq!(
             bytes(&ours),
             bytes(&theirs),
@@ -222,7 +222,7 @@ fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
         );
         assert_eq!(bytes(&ours), bytes(&cpu), "{}: GPU vs CPU", c.name);
         let (overlapped, _) =
-            prove_circuit(&c.srs, &host_g2, c.circuit.clone(), &opts).expect("GPU + host");
+            prove_circuit(&c.srs, &mut host_g2, c.circuit.clone(), &opts).expect("GPU + host");
         assert_eq!(
             bytes(&overlapped),
             bytes(&cpu),
@@ -238,9 +238,9 @@ fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let theirs = create_proof(Empty, &params, r, s).expect("bellperson");
     let srs = Srs::from_parameters(params);
-    let (ours, _) = prove_circuit(&srs, &gpu, Empty, &fixed(r, s)).expect("GPU proves");
+    let (ours, _) = prove_circuit(&srs, &mut gpu, Empty, &fixed(r, s)).expect("GPU proves");
     assert_eq!(bytes(&ours), bytes(&theirs), "empty circuit");
-    let (ours, _) = prove_circuit(&srs, &host_g2, Empty, &fixed(r, s)).expect("GPU + host");
+    let (ours, _) = prove_circuit(&srs, &mut host_g2, Empty, &fixed(r, s)).expect("GPU + host");
     assert_eq!(
         bytes(&ours),
         bytes(&theirs),
@@ -249,7 +249,7 @@ fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
 
     // parameters of another circuit are refused, not turned into a bad proof
     let asg = cuzk::pce::synthesize(cases[5].circuit.clone()).expect("synthesis");
-    let err = cuzk::Backend::prove(&gpu, &cases[6].srs, asg, r, s, 3).expect_err("wrong params");
+    let err = cuzk::Backend::prove(&mut gpu, &cases[6].srs, asg, r, s, 3).expect_err("wrong params");
     assert!(err.to_string().contains("another circuit"), "{err}");
     // all of them stayed resident (the default budget is large)
     assert!(cases.iter().all(|c| gpu.is_resident(&c.srs)));
@@ -263,22 +263,22 @@ fn two_circuits_stay_resident_and_lru_eviction_keeps_proofs() {
     let q = case(&mut rng, 5000, 4, 0);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let opts = fixed(r, s);
-    let prove = |backend: &dyn cuzk::Backend, c: &Case| -> cuzk::Result<Vec<u8>> {
+    let prove = |backend: &mut dyn cuzk::Backend, c: &Case| -> cuzk::Result<Vec<u8>> {
         prove_circuit(&c.srs, backend, c.circuit.clone(), &opts).map(|(p, _)| bytes(&p))
     };
-    let want_p = prove(&CpuBackend, &p).expect("CPU");
-    let want_q = prove(&CpuBackend, &q).expect("CPU");
+    let want_p = prove(&mut CpuBackend, &p).expect("CPU");
+    let want_q = prove(&mut CpuBackend, &q).expect("CPU");
     let (bp, bq) = (
         CudaBackend::resident_bytes_of(&p.srs),
         CudaBackend::resident_bytes_of(&q.srs),
     );
 
     // a large budget: both stay
-    let gpu = gpu();
+    let mut gpu = gpu();
     let free_before = gpu.free_memory().expect("free memory");
     for _ in 0..2 {
-        assert_eq!(prove(&gpu, &p).expect("GPU"), want_p);
-        assert_eq!(prove(&gpu, &q).expect("GPU"), want_q);
+        assert_eq!(prove(&mut gpu, &p).expect("GPU"), want_p);
+        assert_eq!(prove(&mut gpu, &q).expect("GPU"), want_q);
     }
     assert!(gpu.is_resident(&p.srs) && gpu.is_resident(&q.srs));
     assert_eq!(gpu.resident_bytes(), bp + bq);
@@ -297,20 +297,20 @@ fn two_circuits_stay_resident_and_lru_eviction_keeps_proofs() {
     drop(gpu);
 
     // room for one circuit only: the least recently used one goes
-    let gpu = self::gpu().with_resident_budget(bp.max(bq));
-    assert_eq!(prove(&gpu, &p).expect("GPU"), want_p);
+    let mut gpu = self::gpu().with_resident_budget(bp.max(bq));
+    assert_eq!(prove(&mut gpu, &p).expect("GPU"), want_p);
     assert!(gpu.is_resident(&p.srs));
-    assert_eq!(prove(&gpu, &q).expect("GPU"), want_q);
+    assert_eq!(prove(&mut gpu, &q).expect("GPU"), want_q);
     assert!(gpu.is_resident(&q.srs) && !gpu.is_resident(&p.srs));
     assert_eq!(gpu.resident_bytes(), bq);
-    assert_eq!(prove(&gpu, &p).expect("GPU"), want_p);
+    assert_eq!(prove(&mut gpu, &p).expect("GPU"), want_p);
     assert!(gpu.is_resident(&p.srs) && !gpu.is_resident(&q.srs));
     assert_eq!(gpu.resident_bytes(), bp);
     drop(gpu);
 
     // room for neither: a clear error, nothing resident
-    let gpu = self::gpu().with_resident_budget(bp.min(bq) - 1);
-    let err = prove(&gpu, &p).expect_err("over budget");
+    let mut gpu = self::gpu().with_resident_budget(bp.min(bq) - 1);
+    let err = prove(&mut gpu, &p).expect_err("over budget");
     assert!(matches!(err, Error::Prover { .. }), "{err:?}");
     assert!(err.to_string().contains("resident budget"), "{err}");
     assert_eq!(gpu.resident_bytes(), 0);

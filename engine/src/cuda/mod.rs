@@ -9,17 +9,17 @@
 //! | [`resident`] | a circuit's bases on the device, the LRU set under a budget |
 //! | [`vram`] | device memory accounting for the scheduler |
 //!
-//! A `CudaBackend` is meant to be created and used by one thread, the GPU actor's; it is
-//! `Send + Sync` (the `Backend` trait needs both) because every device type of cudarc is,
-//! and the resident set sits behind a `Mutex` taken only to look up, upload or evict a
-//! circuit's bases (never while a partition's NTTs and MSMs run).
+//! A `CudaBackend` is created and used by one thread, the device actor's, which owns it:
+//! every method that changes the resident set takes `&mut self`, so there is no lock
+//! between a lease and the device. It is `Send` (cudarc's device types are) so the actor's
+//! thread can own it.
 
 pub mod ntt;
 pub mod partition;
 pub mod resident;
 pub mod vram;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar};
@@ -43,7 +43,7 @@ const DEFAULT_RESIDENT_EIGHTHS: u64 = 5;
 pub struct CudaBackend {
     dev: GpuDevice,
     label: String,
-    resident: Mutex<resident::Lru<DeviceSrs>>,
+    resident: resident::Lru<DeviceSrs>,
     b_g2_on_host: bool,
 }
 
@@ -70,7 +70,7 @@ impl CudaBackend {
         Ok(CudaBackend {
             label: dev.pci_id().to_string(),
             dev,
-            resident: Mutex::new(resident::Lru::new(budget)),
+            resident: resident::Lru::new(budget),
             b_g2_on_host: false,
         })
     }
@@ -91,14 +91,14 @@ impl CudaBackend {
     /// Sets the budget, in bytes, for resident parameters (all circuits together), evicting
     /// least recently used circuits until the rest fit. A circuit whose bases alone exceed
     /// the budget cannot be proved on this backend.
-    pub fn with_resident_budget(self, bytes: u64) -> Self {
-        self.lock().set_budget(bytes);
+    pub fn with_resident_budget(mut self, bytes: u64) -> Self {
+        self.resident.set_budget(bytes);
         self
     }
 
     /// The budget for resident parameters, in bytes.
     pub fn resident_budget(&self) -> u64 {
-        self.lock().budget()
+        self.resident.budget()
     }
 
     /// The device's PCI location (stable across `CUDA_VISIBLE_DEVICES`).
@@ -148,25 +148,25 @@ impl CudaBackend {
 
     /// Device bytes of all resident parameters now.
     pub fn resident_bytes(&self) -> u64 {
-        self.lock().used()
+        self.resident.used()
     }
 
     /// Whether `srs`'s bases are resident on this device now.
     pub fn is_resident(&self, srs: &Srs) -> bool {
-        self.lock().contains(srs.id())
+        self.resident.contains(srs.id())
     }
 
     /// Drops `srs`'s bases from the device (freed once no proof in progress uses them).
     /// Returns whether they were resident.
-    pub fn evict(&self, srs: &Srs) -> bool {
-        self.lock().remove(srs.id())
+    pub fn evict(&mut self, srs: &Srs) -> bool {
+        self.resident.remove(srs.id())
     }
 
     /// Proves one partition, as [`Backend::prove`], and returns the time of each phase on
     /// the device. The first proof of a circuit also uploads its bases (not in the phase
     /// times; see the `upload_srs` span).
     pub fn prove_timed(
-        &self,
+        &mut self,
         srs: &Srs,
         asg: Assignment,
         r: Scalar,
@@ -185,9 +185,11 @@ impl CudaBackend {
 
     /// `srs`'s bases on the device: the resident copy, or a fresh upload after evicting
     /// least recently used circuits to make room.
-    fn resident_bases(&self, srs: &Srs, partition: usize) -> Result<Arc<DeviceSrs>> {
+    fn resident_bases(&mut self, srs: &Srs, partition: usize) -> Result<Arc<DeviceSrs>> {
         let lens = QueryLens::of(&srs.params);
-        let mut set = self.lock();
+        let label = self.label.clone();
+        let dev = &self.dev;
+        let set = &mut self.resident;
         if let Some(bases) = set.get(srs.id()) {
             if bases.lens() == lens {
                 return Ok(bases);
@@ -197,30 +199,32 @@ impl CudaBackend {
         let bytes = lens.resident_bytes();
         let over = |budget: u64| Error::Prover {
             partition,
-            backend: self.label.clone(),
+            backend: label.clone(),
             reason: format!(
                 "the circuit's parameters take {bytes} bytes on the device, more than the \
                  resident budget of {budget} bytes"
             ),
         };
         let evicted = set.make_room(bytes).ok_or_else(|| over(set.budget()))?;
-        let span = info_span!("upload_srs", device = %self.label, bytes, evicted = evicted.len());
+        let span = info_span!("upload_srs", device = %label, bytes, evicted = evicted.len());
         let _g = span.enter();
-        let uploaded = match DeviceSrs::upload(&self.dev, &srs.params) {
+        let device_error = |context: String, source: cuzk_kernels::Error| Error::Device {
+            device: label.clone(),
+            context,
+            source: Box::new(source),
+        };
+        let uploaded = match DeviceSrs::upload(dev, &srs.params) {
             Ok(b) => b,
             Err(first) if set.used() > 0 => {
                 // out of memory, perhaps: retry once with nothing else resident
                 tracing::warn!(error = %first, "upload failed; evicting every circuit and retrying");
                 set.clear();
-                DeviceSrs::upload(&self.dev, &srs.params).map_err(|source| {
-                    self.device_error(
-                        format!("partition {partition}: uploading parameters"),
-                        source,
-                    )
+                DeviceSrs::upload(dev, &srs.params).map_err(|source| {
+                    device_error(format!("partition {partition}: uploading parameters"), source)
                 })?
             }
             Err(source) => {
-                return Err(self.device_error(
+                return Err(device_error(
                     format!("partition {partition}: uploading parameters"),
                     source,
                 ))
@@ -228,11 +232,6 @@ impl CudaBackend {
         };
         set.insert(srs.id(), uploaded, bytes)
             .map_err(|_| over(set.budget()))
-    }
-
-    fn lock(&self) -> MutexGuard<'_, resident::Lru<DeviceSrs>> {
-        // a panic while holding the lock leaves a consistent set (every update is one call)
-        self.resident.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn device_error(&self, context: String, source: cuzk_kernels::Error) -> Error {
@@ -250,7 +249,7 @@ impl Backend for CudaBackend {
     }
 
     fn prove(
-        &self,
+        &mut self,
         srs: &Srs,
         assignment: Assignment,
         r: Scalar,
@@ -267,8 +266,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backend_is_send_and_sync() {
-        fn check<T: Send + Sync>() {}
+    fn backend_is_send() {
+        fn check<T: Send>() {}
         check::<CudaBackend>();
     }
 
