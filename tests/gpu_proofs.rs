@@ -78,31 +78,8 @@ fn check_kind(kind: ProofKind) {
         "{kind}: resident bases changed the proof"
     );
 
+    support::assert_matches_bellperson(&store, request, r, s, &cold, "GPU");
     let srs = store.get(request.proof).expect("params");
-    let plan = circuits::plan(request).expect("plan");
-    let mut theirs = Vec::new();
-    for job in plan.partitions {
-        let p = job
-            .circuit
-            .prove_with_bellperson(&srs.params, r, s)
-            .expect("bellperson proves");
-        p.write(&mut theirs).expect("serialise");
-    }
-    assert_eq!(
-        hex::encode(&cold.bytes),
-        hex::encode(&theirs),
-        "{kind}: GPU and bellperson proofs differ"
-    );
-    for (proof, inputs) in cold.partitions.iter().zip(&cold.public_inputs) {
-        assert!(verify_proof(&srs.pvk, proof, inputs).expect("verifier runs"));
-        let mut wrong = inputs.clone();
-        wrong[0] += Scalar::ONE;
-        assert!(
-            !verify_proof(&srs.pvk, proof, &wrong).unwrap_or(false),
-            "{kind}: proof accepted with a changed public input"
-        );
-    }
-    assert!(cuzk::verify(&store, request, &cold.bytes).expect("verify bytes"));
 
     // the phases of partition 0, warm, and the memory accounting
     assert!(gpu.is_resident(&srs));

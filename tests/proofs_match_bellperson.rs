@@ -6,10 +6,8 @@
 
 mod support;
 
-use bellperson::groth16::verify_proof;
 use blstrs::Scalar;
-use cuzk::{circuits, CpuBackend, ProofKind, ProveOptions, Randomness};
-use ff::Field;
+use cuzk::{CpuBackend, ProofKind, ProveOptions, Randomness};
 
 fn check(kind: ProofKind) {
     let store = support::store_with(kind);
@@ -39,32 +37,7 @@ fn check(kind: ProofKind) {
         );
     }
 
-    let srs = store.get(request.proof).expect("params");
-    let plan = circuits::plan(request).expect("plan");
-    let mut theirs = Vec::new();
-    for job in plan.partitions {
-        let p = job
-            .circuit
-            .prove_with_bellperson(&srs.params, r, s)
-            .expect("bellperson proves");
-        p.write(&mut theirs).expect("serialise");
-    }
-    assert_eq!(
-        hex::encode(&ours.bytes),
-        hex::encode(&theirs),
-        "{kind}: cuzk and bellperson proofs differ"
-    );
-
-    for (proof, inputs) in ours.partitions.iter().zip(&ours.public_inputs) {
-        assert!(verify_proof(&srs.pvk, proof, inputs).expect("verifier runs"));
-        let mut wrong = inputs.clone();
-        wrong[0] += Scalar::ONE;
-        assert!(
-            !verify_proof(&srs.pvk, proof, &wrong).unwrap_or(false),
-            "{kind}: proof accepted with a changed public input"
-        );
-    }
-    assert!(cuzk::verify(&store, request, &ours.bytes).expect("verify bytes"));
+    support::assert_matches_bellperson(&store, request, r, s, &ours, "cuzk");
 }
 
 #[test]

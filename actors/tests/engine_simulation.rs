@@ -30,6 +30,27 @@ fn sim(partitions: usize, gpu_us: u64, vram: u64) -> SimulatedJob {
     }
 }
 
+/// Submits `count` copies of `job` with default options.
+fn submit_many(engine: &Engine, count: usize, job: SimulatedJob) -> Vec<(JobId, usize)> {
+    (0..count)
+        .map(|_| {
+            let n = job.partitions;
+            let s = engine
+                .submit_simulated(job.clone(), SubmitOptions::default())
+                .unwrap();
+            (s.job, n)
+        })
+        .collect()
+}
+
+/// Waits for every job and checks each partition's token landed once, in its place (I3).
+fn wait_all(engine: &Engine, jobs: &[(JobId, usize)]) {
+    for (j, n) in jobs {
+        let r = engine.wait(*j, Some(Duration::from_secs(30))).unwrap();
+        assert_eq!(r.proof, expected_proof(*j, *n), "job {j}");
+    }
+}
+
 fn expected_proof(job: JobId, partitions: usize) -> Vec<u8> {
     (0..partitions)
         .flat_map(|p| simulated_token(job, p))
@@ -250,21 +271,8 @@ fn seed_incident_permuted_ordinals_never_overlap_on_a_physical_device() {
     let d = engine.devices();
     assert_eq!(d.len(), 2);
     assert_eq!(d.iter().find(|x| x.ordinal == 0).unwrap().id, devs[1].id);
-    let jobs: Vec<(JobId, usize)> = (0..40)
-        .map(|_| {
-            (
-                engine
-                    .submit_simulated(sim(10, 300, 1 << 20), SubmitOptions::default())
-                    .unwrap()
-                    .job,
-                10,
-            )
-        })
-        .collect();
-    for (j, n) in &jobs {
-        let r = engine.wait(*j, Some(Duration::from_secs(30))).unwrap();
-        assert_eq!(r.proof, expected_proof(*j, *n));
-    }
+    let jobs = submit_many(&engine, 40, sim(10, 300, 1 << 20));
+    wait_all(&engine, &jobs);
     engine.shutdown(Duration::ZERO).unwrap();
     let iv = rec.take();
     let per = check_devices(&iv, &devs);
@@ -289,21 +297,8 @@ fn a_device_failing_every_third_partition_loses_nothing() {
     let driver = MockDriver::new(devs.clone());
     let rec = driver.recorder();
     let engine = Engine::start(config(&driver)).unwrap();
-    let jobs: Vec<(JobId, usize)> = (0..60)
-        .map(|_| {
-            (
-                engine
-                    .submit_simulated(sim(5, 200, 1), SubmitOptions::default())
-                    .unwrap()
-                    .job,
-                5,
-            )
-        })
-        .collect();
-    for (j, n) in &jobs {
-        let r = engine.wait(*j, Some(Duration::from_secs(30))).unwrap();
-        assert_eq!(r.proof, expected_proof(*j, *n));
-    }
+    let jobs = submit_many(&engine, 60, sim(5, 200, 1));
+    wait_all(&engine, &jobs);
     let st = engine.status().unwrap();
     engine.shutdown(Duration::ZERO).unwrap();
     let iv = rec.take();
@@ -367,23 +362,8 @@ fn a_device_lost_mid_run_moves_its_work_elsewhere() {
     let driver = MockDriver::new(devs.clone());
     let rec = driver.recorder();
     let engine = Engine::start(config(&driver)).unwrap();
-    let jobs: Vec<JobId> = (0..20)
-        .map(|_| {
-            engine
-                .submit_simulated(sim(4, 300, 1), SubmitOptions::default())
-                .unwrap()
-                .job
-        })
-        .collect();
-    for j in &jobs {
-        assert_eq!(
-            engine
-                .wait(*j, Some(Duration::from_secs(30)))
-                .unwrap()
-                .proof,
-            expected_proof(*j, 4)
-        );
-    }
+    let jobs = submit_many(&engine, 20, sim(4, 300, 1));
+    wait_all(&engine, &jobs);
     let st = engine.status().unwrap();
     engine.shutdown(Duration::ZERO).unwrap();
     let iv = rec.take();
@@ -414,23 +394,8 @@ fn a_panicking_device_is_a_failure_not_a_lost_job() {
     let driver = MockDriver::new(devs.clone());
     let rec = driver.recorder();
     let engine = Engine::start(config(&driver)).unwrap();
-    let jobs: Vec<JobId> = (0..10)
-        .map(|_| {
-            engine
-                .submit_simulated(sim(3, 300, 1), SubmitOptions::default())
-                .unwrap()
-                .job
-        })
-        .collect();
-    for j in &jobs {
-        assert_eq!(
-            engine
-                .wait(*j, Some(Duration::from_secs(30)))
-                .unwrap()
-                .proof,
-            expected_proof(*j, 3)
-        );
-    }
+    let jobs = submit_many(&engine, 10, sim(3, 300, 1));
+    wait_all(&engine, &jobs);
     engine.shutdown(Duration::ZERO).unwrap();
     let iv = rec.take();
     assert_eq!(iv.iter().filter(|i| i.outcome == "panic").count(), 1);
@@ -682,17 +647,8 @@ fn a_trace_file_has_one_track_per_device() {
     let mut cfg = config(&driver);
     cfg.trace_file = Some(path.clone());
     let engine = Engine::start(cfg).unwrap();
-    let jobs: Vec<JobId> = (0..10)
-        .map(|_| {
-            engine
-                .submit_simulated(sim(4, 2000, 1), SubmitOptions::default())
-                .unwrap()
-                .job
-        })
-        .collect();
-    for j in jobs {
-        engine.wait(j, None).unwrap();
-    }
+    let jobs = submit_many(&engine, 10, sim(4, 2000, 1));
+    wait_all(&engine, &jobs);
     engine.shutdown(Duration::ZERO).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();

@@ -38,3 +38,45 @@ pub fn inputs() -> &'static GeneratedInputs {
         cuzk::gen::generate(SectorSize::S2KiB, &dir, 7).expect("generate 2KiB inputs")
     })
 }
+
+/// The oracle every backend is held to: `proof` (our `cuzk::prove` output for `request` with
+/// fixed `r`, `s`) is byte-identical to bellperson 0.27's `create_proof` on the same
+/// circuits, each partition verifies, a changed public input is rejected, and the bytes
+/// verify through `cuzk::verify`.
+pub fn assert_matches_bellperson(
+    store: &SrsStore,
+    request: &cuzk::ProofRequest,
+    r: blstrs::Scalar,
+    s: blstrs::Scalar,
+    proof: &cuzk::ProofOutput,
+    who: &str,
+) {
+    use bellperson::groth16::verify_proof;
+    use ff::Field;
+    let kind = request.proof.kind;
+    let srs = store.get(request.proof).expect("params");
+    let plan = cuzk::circuits::plan(request).expect("plan");
+    let mut theirs = Vec::new();
+    for job in plan.partitions {
+        let p = job
+            .circuit
+            .prove_with_bellperson(&srs.params, r, s)
+            .expect("bellperson proves");
+        p.write(&mut theirs).expect("serialise");
+    }
+    assert_eq!(
+        hex::encode(&proof.bytes),
+        hex::encode(&theirs),
+        "{kind}: {who} and bellperson proofs differ"
+    );
+    for (p, inputs) in proof.partitions.iter().zip(&proof.public_inputs) {
+        assert!(verify_proof(&srs.pvk, p, inputs).expect("verifier runs"));
+        let mut wrong = inputs.clone();
+        wrong[0] += blstrs::Scalar::ONE;
+        assert!(
+            !verify_proof(&srs.pvk, p, &wrong).unwrap_or(false),
+            "{kind}: proof accepted with a changed public input"
+        );
+    }
+    assert!(cuzk::verify(store, request, &proof.bytes).expect("verify bytes"));
+}
