@@ -15,5 +15,6 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod daemon;
 
 pub use cuzk_engine::*;

@@ -148,6 +148,21 @@ impl SrsStore {
         Ok(slot.get_or_init(|| srs).clone())
     }
 
+    /// The parameter sets loaded now: `(identifier, file size in bytes)`, sorted by
+    /// identifier.
+    pub fn loaded(&self) -> Vec<(String, u64)> {
+        let slots = match self.slots.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        let mut out: Vec<(String, u64)> = slots
+            .iter()
+            .filter_map(|(id, slot)| slot.get().map(|srs| (id.clone(), srs.file_bytes)))
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Drops a loaded parameter set (the memory is freed once no proof uses it). Returns
     /// whether it was loaded.
     pub fn evict(&self, proof: RegisteredProof) -> Result<bool> {
