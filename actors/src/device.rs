@@ -68,6 +68,22 @@ pub struct DeviceId {
 }
 
 impl DeviceId {
+    /// The host's cores, standing in as the one device of an engine without GPUs. Its PCI
+    /// address (`ffffffff:ff:ff`) cannot occur on a real bus.
+    pub const CPU: DeviceId = DeviceId {
+        pci: PciAddress {
+            domain: 0xffff_ffff,
+            bus: 0xff,
+            device: 0xff,
+        },
+        uuid: [0; 16],
+    };
+
+    /// Whether this is [`DeviceId::CPU`].
+    pub fn is_cpu(&self) -> bool {
+        *self == DeviceId::CPU
+    }
+
     /// The UUID in the `GPU-xxxxxxxx-xxxx-...` form nvidia-smi prints.
     pub fn uuid_string(&self) -> String {
         let h = |r: std::ops::Range<usize>| {
@@ -89,7 +105,11 @@ impl DeviceId {
 
 impl fmt::Display for DeviceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.pci)
+        if self.is_cpu() {
+            f.write_str("cpu")
+        } else {
+            write!(f, "{}", self.pci)
+        }
     }
 }
 

@@ -41,6 +41,64 @@ pub enum Error {
     /// The job cannot be accepted.
     #[error("job rejected: {0}")]
     Rejected(String),
+    /// The request is invalid or its inputs cannot be used (from the engine, with context).
+    #[error(transparent)]
+    Engine(#[from] cuzk_engine::Error),
+    /// The engine is shutting down and accepts no new work.
+    #[error("the engine is shutting down and accepts no new work")]
+    ShuttingDown,
+    /// The engine's threads have stopped (after shutdown, or a fatal error).
+    #[error("the engine has stopped")]
+    Stopped,
+    /// No job with this id is known (never submitted, or its result was already dropped).
+    #[error("no job {0} is known to this engine")]
+    UnknownJob(u64),
+    /// The job did not finish within the wait's timeout; it keeps running.
+    #[error("job {job} not finished after {waited:?}; it keeps running")]
+    Timeout {
+        /// The job.
+        job: u64,
+        /// How long the caller waited.
+        waited: std::time::Duration,
+    },
+    /// The job ended with an error.
+    #[error("job {job} failed: {reason}")]
+    JobFailed {
+        /// The job.
+        job: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The job was cancelled.
+    #[error("job {job} was cancelled{}", reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
+    Cancelled {
+        /// The job.
+        job: u64,
+        /// Why, when not by a caller's request (e.g. shutdown).
+        reason: Option<String>,
+    },
+    /// A resource is in use and cannot be released now.
+    #[error("{0} is in use: {1}")]
+    InUse(String, String),
+    /// No device can run work (none found, or the configured ones failed to open).
+    #[error("no usable device: {0}")]
+    NoDevice(String),
+    /// A device failed in a way that ends it (open failed, lost).
+    #[error("device {device}: {reason}")]
+    Device {
+        /// The device, as PCI address (or `cpu`).
+        device: String,
+        /// What happened.
+        reason: String,
+    },
+    /// Writing the trace file failed.
+    #[error("cannot write trace {path}: {source}")]
+    Trace {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
 }
 
 /// `Result` with this crate's [`Error`].

@@ -1,28 +1,49 @@
 //! cuzk's runtime: where and when partitions run, and who may touch a GPU.
 //!
 //! Exclusivity comes from ownership: a GPU is named by what it physically is (PCI address
-//! and UUID, never an ordinal or an environment variable), and a partition reaches a device
-//! only through a lease in the [`lease::LeaseTable`], which is keyed by that identity and
-//! owned by the scheduler alone.
+//! and UUID, never an ordinal or an environment variable); one device actor per physical
+//! device, alone on its own OS thread, is the only code that reaches it; and a partition
+//! reaches a device only through a lease granted by the scheduler actor, which alone owns
+//! the [`lease::LeaseTable`] keyed by that identity. There is no `Mutex` between a lease and
+//! a device, and cuzk never sets `CUDA_VISIBLE_DEVICES`.
 //!
 //! | module | holds |
 //! |---|---|
+//! | [`engine`] | the [`Engine`] handle users embed, its configuration and reports |
 //! | [`device`] | physical device identity, configuration selectors, resolution |
+//! | [`driver`] | device drivers: discovery, opening on the device thread, proving (CPU, CUDA) |
+//! | [`mock`] | mock devices for simulation tests, recording every interval they run |
 //! | [`lease`] | the lease table: one GPU phase per device, VRAM reservations |
 //! | [`scheduler`] | the scheduler's state machine: priorities, retries, quarantine, timeouts |
+//! | [`work`] | what travels to a device; simulated jobs |
+//! | [`trace`] | Chrome/Perfetto trace files, one track per device |
 //! | [`error`] | the crate's error type |
 //!
-//! The actix actors (scheduler, synthesis, one per GPU), mock devices and the `Engine`
-//! handle build on these (issue 4, in progress).
+//! The actix actors themselves (scheduler, synthesis pool, device actors) are private to
+//! the crate: the [`Engine`] is their only door.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod device;
+pub mod driver;
+pub mod engine;
 pub mod error;
 pub mod lease;
+pub mod mock;
+mod runtime;
 pub mod scheduler;
+pub mod trace;
+pub mod work;
 
 pub use device::{DeviceId, DeviceInfo, DeviceSelector, PciAddress};
+pub use driver::{DeviceDriver, DeviceFault, DeviceWorker};
+pub use engine::{
+    DeviceChoice, DeviceStatus, Engine, EngineConfig, EngineStatus, JobReport, JobResult,
+    JobTimings, QueueStatus, ReportOutcome, SrsStatus, SubmitOptions, Submitted,
+};
 pub use error::{Error, Result};
 pub use lease::{Lease, LeaseId, LeaseTable};
-pub use scheduler::{JobOutcome, JobSpec, Limits, Priority, SchedulerCore};
+pub use mock::{Interval, MockDevice, MockDriver, MockRecorder};
+pub use runtime::{DeviceLive, JobProgress};
+pub use scheduler::{JobId, JobOutcome, JobSpec, Limits, Priority, SchedulerCore};
+pub use work::{SimulatedJob, WorkKind};

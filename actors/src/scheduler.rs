@@ -98,6 +98,9 @@ struct Job<T> {
     attempts: Vec<u32>,
     remaining: usize,
     outcome: Option<JobOutcome<T>>,
+    /// Partitions wait for [`SchedulerCore::ready`] before they may be leased, and go back to
+    /// the owner for new input after a failure (the input was consumed by the device).
+    staged: bool,
 }
 
 /// Waiting partitions, ordered by (priority desc, submission order, partition).
@@ -115,6 +118,8 @@ pub struct SchedulerCore<T> {
     quarantined: Vec<DeviceId>,
     next_job: JobId,
     seq: u64,
+    needs_input: Vec<(JobId, usize)>,
+    finished: Vec<JobId>,
 }
 
 impl<T: Clone> SchedulerCore<T> {
@@ -131,12 +136,27 @@ impl<T: Clone> SchedulerCore<T> {
             quarantined: Vec::new(),
             next_job: 0,
             seq: 0,
+            needs_input: Vec::new(),
+            finished: Vec::new(),
         }
     }
 
-    /// Accepts a job, or refuses it when too many partitions wait (back-pressure) or the job
-    /// is empty.
+    /// Accepts a job whose partitions may be leased at once, or refuses it when too many
+    /// partitions wait (back-pressure) or the job is empty.
     pub fn submit(&mut self, spec: JobSpec) -> Result<JobId> {
+        self.accept(spec, false)
+    }
+
+    /// Accepts a job whose partitions are not ready yet: each waits for
+    /// [`ready`](Self::ready) (its input, e.g. a synthesised witness, exists) before it may be
+    /// leased, and a partition whose attempt failed is handed back through
+    /// [`take_needing_input`](Self::take_needing_input) instead of being queued again, since
+    /// the failed attempt consumed its input.
+    pub fn submit_staged(&mut self, spec: JobSpec) -> Result<JobId> {
+        self.accept(spec, true)
+    }
+
+    fn accept(&mut self, spec: JobSpec, staged: bool) -> Result<JobId> {
         if spec.partitions == 0 {
             return Err(Error::Rejected("a job needs at least one partition".into()));
         }
@@ -146,9 +166,11 @@ impl<T: Clone> SchedulerCore<T> {
         self.next_job += 1;
         self.seq += 1;
         let id = self.next_job;
-        for p in 0..spec.partitions {
-            self.waiting
-                .insert((Reverse(spec.priority), self.seq, id, p));
+        if !staged {
+            for p in 0..spec.partitions {
+                self.waiting
+                    .insert((Reverse(spec.priority), self.seq, id, p));
+            }
         }
         self.jobs.insert(
             id,
@@ -159,9 +181,47 @@ impl<T: Clone> SchedulerCore<T> {
                 seq: self.seq,
                 spec,
                 outcome: None,
+                staged,
             },
         );
         Ok(id)
+    }
+
+    /// A staged partition's input exists: it may now be leased. Returns false (and queues
+    /// nothing) when the job has ended or the partition is already done or queued.
+    pub fn ready(&mut self, job_id: JobId, p: usize) -> bool {
+        let Some(job) = self.jobs.get(&job_id) else {
+            return false;
+        };
+        if job.outcome.is_some() || p >= job.outputs.len() || job.outputs[p].is_some() {
+            return false;
+        }
+        self.waiting
+            .insert((Reverse(job.spec.priority), job.seq, job_id, p))
+    }
+
+    /// Staged partitions whose attempt failed and which need new input before another
+    /// attempt, oldest first. Partitions of jobs that have ended are left out.
+    pub fn take_needing_input(&mut self) -> Vec<(JobId, usize)> {
+        let all = std::mem::take(&mut self.needs_input);
+        all.into_iter()
+            .filter(|(j, _)| self.jobs.get(j).is_some_and(|job| job.outcome.is_none()))
+            .collect()
+    }
+
+    /// Jobs that ended (completed, failed or cancelled) since the last call, in the order they
+    /// ended; their outcomes are taken with [`take_outcome`](Self::take_outcome).
+    pub fn take_finished(&mut self) -> Vec<JobId> {
+        std::mem::take(&mut self.finished)
+    }
+
+    fn end(&mut self, job_id: JobId, outcome: JobOutcome<T>) {
+        if let Some(job) = self.jobs.get_mut(&job_id) {
+            if job.outcome.is_none() {
+                job.outcome = Some(outcome);
+                self.finished.push(job_id);
+            }
+        }
     }
 
     /// A device with room asks for work: the highest-priority waiting partition that fits it
@@ -208,7 +268,7 @@ impl<T: Clone> SchedulerCore<T> {
                 }
                 if job.remaining == 0 {
                     let outs = job.outputs.iter_mut().filter_map(Option::take).collect();
-                    job.outcome = Some(JobOutcome::Completed(outs));
+                    self.end(l.job, JobOutcome::Completed(outs));
                 }
                 Completion::Accepted
             }
@@ -234,20 +294,25 @@ impl<T: Clone> SchedulerCore<T> {
         }
         job.attempts[p] += 1;
         if job.attempts[p] >= max {
-            job.outcome = Some(JobOutcome::Failed(format!(
+            let why = format!(
                 "partition {p} failed {} times; last error: {reason}",
                 job.attempts[p]
-            )));
+            );
+            self.end(job_id, JobOutcome::Failed(why));
             self.waiting.retain(|&(_, _, j, _)| j != job_id);
             return;
         }
+        let (priority, seq, staged) = (job.spec.priority, job.seq, job.staged);
         if let Some(d) = failed_on {
             if self.leases.devices().count() > 1 {
                 self.avoid.insert((job_id, p), d);
             }
         }
-        self.waiting
-            .insert((Reverse(job.spec.priority), job.seq, job_id, p));
+        if staged {
+            self.needs_input.push((job_id, p));
+        } else {
+            self.waiting.insert((Reverse(priority), seq, job_id, p));
+        }
     }
 
     /// Removes a device (lost, or failing too often): its active leases are revoked and
@@ -273,9 +338,7 @@ impl<T: Clone> SchedulerCore<T> {
             .map(|(i, _)| *i)
             .collect();
         for id in ids {
-            if let Some(j) = self.jobs.get_mut(&id) {
-                j.outcome = Some(JobOutcome::Failed("no usable device remains".into()));
-            }
+            self.end(id, JobOutcome::Failed("no usable device remains".into()));
         }
         self.waiting.clear();
     }
@@ -311,7 +374,7 @@ impl<T: Clone> SchedulerCore<T> {
         if job.outcome.is_some() {
             return false;
         }
-        job.outcome = Some(JobOutcome::Cancelled);
+        self.end(job_id, JobOutcome::Cancelled);
         self.waiting.retain(|&(_, _, j, _)| j != job_id);
         true
     }
@@ -342,6 +405,31 @@ impl<T: Clone> SchedulerCore<T> {
     fn eligible(&self, device: DeviceId, job: JobId, p: usize) -> bool {
         let bytes = self.jobs.get(&job).map_or(0, |j| j.spec.vram_per_partition);
         self.avoid.get(&(job, p)) != Some(&device) && self.leases.can_grant(device, bytes)
+    }
+
+    /// Fails a job from outside (its input could not be built, its deadline passed): waiting
+    /// partitions are dropped and results of its active leases will be discarded. Returns
+    /// whether it was still running.
+    pub fn fail(&mut self, job_id: JobId, reason: String) -> bool {
+        let running = self.jobs.get(&job_id).is_some_and(|j| j.outcome.is_none());
+        if running {
+            self.end(job_id, JobOutcome::Failed(reason));
+            self.waiting.retain(|&(_, _, j, _)| j != job_id);
+        }
+        running
+    }
+
+    /// Sets the device memory each partition of a job reserves (known once its parameters
+    /// are loaded); applies to leases granted from now on.
+    pub fn set_vram_per_partition(&mut self, job_id: JobId, bytes: u64) {
+        if let Some(job) = self.jobs.get_mut(&job_id) {
+            job.spec.vram_per_partition = bytes;
+        }
+    }
+
+    /// Whether `device` is quarantined.
+    pub fn is_quarantined(&self, device: DeviceId) -> bool {
+        self.quarantined.contains(&device)
     }
 
     /// Partitions waiting for a device.

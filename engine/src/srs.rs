@@ -55,6 +55,28 @@ impl std::fmt::Debug for Srs {
 }
 
 impl Srs {
+    /// Bytes the parameters occupy in host memory (affine points as blst lays them out:
+    /// 96 bytes in G1, 192 in G2), for status reports and budgets.
+    pub fn memory_bytes(&self) -> u64 {
+        let p = &self.params;
+        let g1 = p.h.len() + p.l.len() + p.a.len() + p.b_g1.len() + p.vk.ic.len();
+        (g1 as u64) * 96 + (p.b_g2.len() as u64) * 192
+    }
+
+    /// The evaluation domain size `m` (a power of two) of the circuit these parameters
+    /// were made for: the H query holds `m - 1` points.
+    pub fn domain_size(&self) -> usize {
+        self.params.h.len() + 1
+    }
+
+    /// Host bytes one synthesised partition of this circuit holds (inputs, aux and the
+    /// a, b, c evaluations over the domain), for the engine's host-memory budget.
+    pub fn partition_host_bytes(&self) -> u64 {
+        let p = &self.params;
+        let scalars = 3 * self.domain_size() + p.l.len() + p.vk.ic.len();
+        (scalars as u64) * 32
+    }
+
     /// Wraps parameters that did not come from a file (a user's own circuit, tests).
     pub fn from_parameters(params: Parameters<Bls12>) -> Self {
         let pvk = prepare_verifying_key(&params.vk);
@@ -148,19 +170,18 @@ impl SrsStore {
         Ok(slot.get_or_init(|| srs).clone())
     }
 
-    /// The parameter sets loaded now: `(identifier, file size in bytes)`, sorted by
-    /// identifier.
-    pub fn loaded(&self) -> Vec<(String, u64)> {
-        let slots = match self.slots.lock() {
-            Ok(s) => s,
-            Err(p) => p.into_inner(),
+    /// The parameter sets loaded now, by identifier (for status reports). `Arc::strong_count`
+    /// of each tells how many proofs hold it besides the store.
+    pub fn loaded(&self) -> Vec<(String, Arc<Srs>)> {
+        let Ok(slots) = self.slots.lock() else {
+            return Vec::new();
         };
-        let mut out: Vec<(String, u64)> = slots
+        let mut v: Vec<(String, Arc<Srs>)> = slots
             .iter()
-            .filter_map(|(id, slot)| slot.get().map(|srs| (id.clone(), srs.file_bytes)))
+            .filter_map(|(id, slot)| slot.get().map(|s| (id.clone(), s.clone())))
             .collect();
-        out.sort();
-        out
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
     }
 
     /// Drops a loaded parameter set (the memory is freed once no proof uses it). Returns

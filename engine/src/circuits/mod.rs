@@ -48,6 +48,10 @@ pub(crate) use with_shape;
 /// One partition's circuit, ready to be synthesised. Object-safe so that partitions of every
 /// kind and shape travel through the same queues.
 pub trait PartitionCircuit: Send {
+    /// A copy of this circuit (a partition that failed on a device is synthesised again from
+    /// a copy; the circuit itself holds only the vanilla proof data).
+    fn clone_box(&self) -> Box<dyn PartitionCircuit>;
+
     /// Synthesises the circuit: witness, constraint evaluations and densities.
     fn synthesize(self: Box<Self>) -> Result<Assignment>;
 
@@ -72,7 +76,11 @@ pub trait PartitionCircuit: Send {
 /// Adapts any bellpepper-core circuit to [`PartitionCircuit`].
 pub struct CircuitBox<C>(pub C);
 
-impl<C: Circuit<Scalar> + Send> PartitionCircuit for CircuitBox<C> {
+impl<C: Circuit<Scalar> + Send + Clone + 'static> PartitionCircuit for CircuitBox<C> {
+    fn clone_box(&self) -> Box<dyn PartitionCircuit> {
+        Box::new(CircuitBox(self.0.clone()))
+    }
+
     fn synthesize(self: Box<Self>) -> Result<Assignment> {
         catch_panic("circuit synthesis", || Ok(cuzk_pce::synthesize(self.0)?))
     }

@@ -19,6 +19,37 @@ use crate::error::{Error, Result};
 use crate::kind::{ProofKind, RegisteredProof};
 use crate::request::SnapInputs;
 
+/// The update circuit with a field-wise `Clone` (the crate's type has none), so a partition
+/// can be synthesised again after a device failure.
+struct SnapCircuit<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(EmptySectorUpdateCircuit<Tree>);
+
+impl<Tree: MerkleTreeTrait<Hasher = TreeRHasher>> Clone for SnapCircuit<Tree> {
+    fn clone(&self) -> Self {
+        SnapCircuit(EmptySectorUpdateCircuit {
+            pub_params: self.0.pub_params.clone(),
+            pub_inputs: self.0.pub_inputs.clone(),
+            priv_inputs: storage_proofs_update::circuit::PrivateInputs {
+                comm_c: self.0.priv_inputs.comm_c,
+                root_r_old: self.0.priv_inputs.root_r_old,
+                root_r_new: self.0.priv_inputs.root_r_new,
+                apex_leafs: self.0.priv_inputs.apex_leafs.clone(),
+                challenge_proofs: self.0.priv_inputs.challenge_proofs.clone(),
+            },
+        })
+    }
+}
+
+impl<Tree: MerkleTreeTrait<Hasher = TreeRHasher>> bellpepper_core::Circuit<blstrs::Scalar>
+    for SnapCircuit<Tree>
+{
+    fn synthesize<CS: bellpepper_core::ConstraintSystem<blstrs::Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> std::result::Result<(), bellpepper_core::SynthesisError> {
+        self.0.synthesize(cs)
+    }
+}
+
 /// The update configuration filecoin-proofs derives for `proof`'s sector size.
 pub fn config(proof: RegisteredProof) -> SectorUpdateConfig {
     // The update circuit depends only on the sector size; any seal proof of that size
@@ -112,13 +143,13 @@ fn plan_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         jobs.push(PartitionJob {
             index: k,
             public_inputs,
-            circuit: Box::new(CircuitBox(circuit)),
+            circuit: Box::new(CircuitBox(SnapCircuit(circuit))),
         });
     }
     let blank = <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::blank_circuit(vp);
     Ok(ProofPlan {
         proof,
-        blank: Box::new(CircuitBox(blank)),
+        blank: Box::new(CircuitBox(SnapCircuit(blank))),
         params_identifier: params_identifier(proof)?,
         partitions: jobs,
     })

@@ -1,0 +1,283 @@
+//! Device drivers: how devices are discovered, opened on their own thread, and asked to
+//! prove. The CPU driver is the embedded default; the CUDA driver finds GPUs through cudarc;
+//! the mock driver ([`crate::mock`]) simulates them for tests.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bellperson::groth16::Proof;
+use blstrs::Bls12;
+use cuzk_engine::{Backend, CpuBackend, Srs};
+
+use crate::device::{DeviceId, DeviceInfo, PciAddress};
+use crate::error::{Error, Result};
+use crate::work::{Payload, PartitionWork};
+
+/// Why a device could not prove a partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceFault {
+    /// This attempt failed; the device may still work (the partition is retried elsewhere,
+    /// and repeated failures quarantine the device).
+    Failed(String),
+    /// The device is gone: it gets no more work and its leases are revoked.
+    Lost(String),
+}
+
+impl std::fmt::Display for DeviceFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceFault::Failed(r) => write!(f, "failed: {r}"),
+            DeviceFault::Lost(r) => write!(f, "device lost: {r}"),
+        }
+    }
+}
+
+/// What a device returns for a partition.
+pub enum Proved {
+    /// A Groth16 partition proof (verified by the device actor before it is reported).
+    Groth16(Proof<Bls12>),
+    /// A simulated partition is done.
+    Simulated,
+}
+
+/// An opened device, living on its device actor's thread for its whole life. It is never
+/// shared: the actor that opened it is the only code that can reach it.
+pub trait DeviceWorker {
+    /// Proves one partition. Consumes the work (its input is not kept after an attempt).
+    fn prove(&mut self, work: PartitionWork) -> std::result::Result<Proved, DeviceFault>;
+}
+
+/// A kind of device: discovery at start-up, opening on the device's own thread, and what a
+/// partition's lease must reserve on it.
+pub trait DeviceDriver: Send + Sync + 'static {
+    /// Short name for logs ("cpu", "cuda", "mock").
+    fn name(&self) -> &'static str;
+
+    /// The devices present, with their physical identity. Zero devices is a normal answer.
+    fn discover(&self) -> Result<Vec<DeviceInfo>>;
+
+    /// Opens `device`. Called once, on the device actor's dedicated thread, so a CUDA context
+    /// created here is bound to that thread. Must check that what it opened is `device`
+    /// (physical identity), not just the ordinal it was found at.
+    fn open(&self, device: &DeviceInfo) -> Result<Box<dyn DeviceWorker>>;
+
+    /// Device memory one partition with these parameters reserves (0 where memory is not a
+    /// constraint, as on the CPU).
+    fn vram_for(&self, device: &DeviceInfo, srs: &Srs) -> u64;
+
+    /// Device memory leases on `device` may reserve in all.
+    fn usable_vram(&self, device: &DeviceInfo) -> u64 {
+        device.total_memory
+    }
+}
+
+/// A [`DeviceWorker`] proving through an engine [`Backend`] (CPU, or a GPU backend), on a
+/// dedicated thread pool when one is given.
+pub struct BackendWorker {
+    backend: Box<dyn Backend>,
+    pool: Option<rayon::ThreadPool>,
+}
+
+impl BackendWorker {
+    /// Wraps `backend`; with `threads`, its CPU work runs on a pool of that many threads.
+    pub fn new(backend: Box<dyn Backend>, threads: Option<usize>) -> Result<Self> {
+        let pool = match threads {
+            Some(n) => Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n.max(1))
+                    .thread_name(|i| format!("cuzk-cpu-{i}"))
+                    .build()
+                    .map_err(|e| Error::Device {
+                        device: "cpu".into(),
+                        reason: format!("cannot start {n} prover threads: {e}"),
+                    })?,
+            ),
+            None => None,
+        };
+        Ok(BackendWorker { backend, pool })
+    }
+}
+
+impl DeviceWorker for BackendWorker {
+    fn prove(&mut self, work: PartitionWork) -> std::result::Result<Proved, DeviceFault> {
+        match work.payload {
+            Payload::Proof {
+                srs,
+                assignment,
+                r,
+                s,
+                ..
+            } => {
+                let backend = &self.backend;
+                let run = || backend.prove(&srs, assignment, r, s, work.partition);
+                let out = match &self.pool {
+                    Some(pool) => pool.install(run),
+                    None => run(),
+                };
+                out.map(Proved::Groth16)
+                    .map_err(|e| DeviceFault::Failed(e.to_string()))
+            }
+            Payload::Simulated { .. } => Err(DeviceFault::Failed(format!(
+                "{} proves real partitions only; simulated jobs need mock devices",
+                self.backend.name()
+            ))),
+        }
+    }
+}
+
+/// The host's cores as one device: the embedded default when no GPU is present.
+#[derive(Clone, Debug, Default)]
+pub struct CpuDriver {
+    /// Prover threads (default: rayon's global pool, one per core).
+    pub threads: Option<usize>,
+}
+
+impl DeviceDriver for CpuDriver {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn discover(&self) -> Result<Vec<DeviceInfo>> {
+        Ok(vec![DeviceInfo {
+            id: DeviceId::CPU,
+            ordinal: 0,
+            name: format!(
+                "host CPU ({} threads)",
+                self.threads.unwrap_or_else(rayon::current_num_threads)
+            ),
+            total_memory: 0,
+        }])
+    }
+
+    fn open(&self, device: &DeviceInfo) -> Result<Box<dyn DeviceWorker>> {
+        if !device.id.is_cpu() {
+            return Err(Error::Device {
+                device: device.id.to_string(),
+                reason: "the CPU driver opens only the host CPU".into(),
+            });
+        }
+        Ok(Box::new(BackendWorker::new(Box::new(CpuBackend), self.threads)?))
+    }
+
+    fn vram_for(&self, _device: &DeviceInfo, _srs: &Srs) -> u64 {
+        0
+    }
+
+    fn usable_vram(&self, _device: &DeviceInfo) -> u64 {
+        u64::MAX
+    }
+}
+
+/// Opens a GPU backend for the device at `ordinal` on the calling thread; supplied by the
+/// engine's CUDA backend.
+pub type GpuOpener = Arc<dyn Fn(usize) -> cuzk_engine::Result<Box<dyn Backend>> + Send + Sync>;
+
+/// NVIDIA GPUs through cudarc. Discovery reads each device's PCI address and UUID (ordinals
+/// are as `CUDA_VISIBLE_DEVICES` made them for this process and are used only right here,
+/// at start-up).
+pub struct CudaDriver {
+    opener: Option<GpuOpener>,
+    vram: Option<Arc<dyn Fn(&Srs) -> u64 + Send + Sync>>,
+}
+
+impl CudaDriver {
+    /// A driver that can discover GPUs; `opener` proves on them (without one, opening fails
+    /// with a clear error), `vram` says what a partition of a circuit reserves.
+    pub fn new(
+        opener: Option<GpuOpener>,
+        vram: Option<Arc<dyn Fn(&Srs) -> u64 + Send + Sync>>,
+    ) -> Self {
+        CudaDriver { opener, vram }
+    }
+
+    /// Whether this build can prove on GPUs.
+    pub fn can_prove(&self) -> bool {
+        self.opener.is_some()
+    }
+}
+
+impl DeviceDriver for CudaDriver {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn discover(&self) -> Result<Vec<DeviceInfo>> {
+        if !cuzk_kernels::driver_present() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for ordinal in 0..cuzk_kernels::device_count() {
+            let dev = cuzk_kernels::GpuDevice::open(ordinal).map_err(|e| Error::Device {
+                device: format!("ordinal {ordinal}"),
+                reason: format!("cannot read its identity: {e}"),
+            })?;
+            let pci = dev.pci_id();
+            out.push(DeviceInfo {
+                id: DeviceId {
+                    pci: PciAddress {
+                        domain: pci.domain,
+                        bus: pci.bus,
+                        device: pci.device,
+                    },
+                    uuid: dev.uuid(),
+                },
+                ordinal: ordinal as u32,
+                name: dev.name().to_string(),
+                total_memory: dev.total_memory() as u64,
+            });
+        }
+        Ok(out)
+    }
+
+    fn open(&self, device: &DeviceInfo) -> Result<Box<dyn DeviceWorker>> {
+        let fail = |reason: String| Error::Device {
+            device: device.id.to_string(),
+            reason,
+        };
+        let opener = self
+            .opener
+            .as_ref()
+            .ok_or_else(|| fail("this build has no CUDA proving backend".into()))?;
+        // Ordinals are stable within a process: the one found at discovery is still this
+        // device; check its identity anyway, since proving on the wrong GPU is the failure
+        // this whole design exists to prevent.
+        let probe = cuzk_kernels::GpuDevice::open(device.ordinal as usize)
+            .map_err(|e| fail(format!("cannot open: {e}")))?;
+        let pci = probe.pci_id();
+        if (pci.domain, pci.bus, pci.device)
+            != (device.id.pci.domain, device.id.pci.bus, device.id.pci.device)
+            || probe.uuid() != device.id.uuid
+        {
+            return Err(fail(format!(
+                "ordinal {} is now {pci}, not this device: refusing to use it",
+                device.ordinal
+            )));
+        }
+        drop(probe);
+        let backend = opener(device.ordinal as usize).map_err(|e| fail(e.to_string()))?;
+        Ok(Box::new(BackendWorker::new(backend, None)?))
+    }
+
+    fn vram_for(&self, _device: &DeviceInfo, srs: &Srs) -> u64 {
+        match &self.vram {
+            Some(f) => f(srs),
+            // Without the backend's own estimate: parameters plus a partition's scalars,
+            // doubled for scratch.
+            None => 2 * (srs.memory_bytes() + srs.partition_host_bytes()),
+        }
+    }
+
+    fn usable_vram(&self, device: &DeviceInfo) -> u64 {
+        // Leave room for the context, modules and allocator slack.
+        device.total_memory.saturating_sub(2 << 30)
+    }
+}
+
+/// How long a simulated partition takes on a device of `speed` (1.0 = nominal).
+pub fn scaled(gpu_time: Duration, speed: f64) -> Duration {
+    if speed > 0.0 && speed.is_finite() {
+        gpu_time.div_f64(speed)
+    } else {
+        gpu_time
+    }
+}

@@ -1,0 +1,216 @@
+//! The device actor: one per physical device, alone on its own named OS thread, the only code
+//! that can reach its device. It opens the device on that thread (a CUDA context is bound
+//! there), pulls leases from the scheduler when it has room, proves, verifies, reports.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::{Actor, Addr, Context, Handler, System};
+use bellperson::groth16::verify_proof;
+use tracing::{info_span, warn};
+
+use super::scheduler::SchedulerActor;
+use super::{DeviceDown, Done, Pull, Run, Shared, StopDevice};
+use crate::device::DeviceInfo;
+use crate::driver::{DeviceDriver, DeviceFault, DeviceWorker, Proved};
+use crate::error::{Error, Result};
+use crate::trace::TraceSink;
+use crate::work::{simulated_token, Payload};
+
+pub(crate) struct DeviceActor {
+    info: DeviceInfo,
+    track: String,
+    driver: Arc<dyn DeviceDriver>,
+    worker: Option<Box<dyn DeviceWorker>>,
+    scheduler: Addr<SchedulerActor>,
+    shared: Arc<Shared>,
+    trace: TraceSink,
+    verify: bool,
+    lost: bool,
+}
+
+impl DeviceActor {
+    /// Starts the actor for `info` on a new OS thread named after the device, and returns its
+    /// address once the thread's actor system runs.
+    pub(crate) fn spawn(
+        info: DeviceInfo,
+        driver: Arc<dyn DeviceDriver>,
+        scheduler: Addr<SchedulerActor>,
+        shared: Arc<Shared>,
+        trace: TraceSink,
+        verify: bool,
+    ) -> Result<Addr<DeviceActor>> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let track = if info.id.is_cpu() {
+            "cpu".to_string()
+        } else {
+            format!("gpu {}", info.id)
+        };
+        let name = format!("cuzk-dev-{}", info.id);
+        let device = info.id.to_string();
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                let sys = System::new();
+                sys.block_on(async move {
+                    let addr = DeviceActor {
+                        info,
+                        track,
+                        driver,
+                        worker: None,
+                        scheduler,
+                        shared,
+                        trace,
+                        verify,
+                        lost: false,
+                    }
+                    .start();
+                    let _ = tx.send(addr);
+                });
+                if let Err(e) = sys.run() {
+                    warn!(error = %e, "device actor system ended with an error");
+                }
+            })
+            .map_err(|e| Error::Device {
+                device: device.clone(),
+                reason: format!("cannot start its thread: {e}"),
+            })?;
+        rx.recv().map_err(|_| Error::Device {
+            device,
+            reason: "its thread ended before its actor started".into(),
+        })
+    }
+
+    fn attempt(&mut self, run: Run) -> std::result::Result<Vec<u8>, DeviceFault> {
+        let Some(worker) = self.worker.as_mut() else {
+            return Err(DeviceFault::Lost("device is not open".into()));
+        };
+        let (job, partition) = (run.work.job, run.work.partition);
+        let check = match &run.work.payload {
+            Payload::Proof {
+                srs, public_inputs, ..
+            } => Some((srs.clone(), public_inputs.clone())),
+            Payload::Simulated { .. } => None,
+        };
+        let proved = catch_unwind(AssertUnwindSafe(|| worker.prove(run.work))).map_err(|p| {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            DeviceFault::Failed(format!("panicked: {msg}"))
+        })??;
+        match (proved, check) {
+            (Proved::Groth16(proof), Some((srs, inputs))) => {
+                if self.verify {
+                    let ok = info_span!("verify", device = %self.info.id, job, partition)
+                        .in_scope(|| verify_proof(&srs.pvk, &proof, &inputs));
+                    if !matches!(ok, Ok(true)) {
+                        return Err(DeviceFault::Failed(format!(
+                            "partition {partition} of job {job} proved on {} does not verify",
+                            self.info.id
+                        )));
+                    }
+                }
+                let mut bytes = Vec::with_capacity(192);
+                proof
+                    .write(&mut bytes)
+                    .map_err(|e| DeviceFault::Failed(format!("cannot encode proof: {e}")))?;
+                Ok(bytes)
+            }
+            (Proved::Simulated, None) => Ok(simulated_token(job, partition)),
+            _ => Err(DeviceFault::Failed(
+                "the device answered a different kind of work than it was given".into(),
+            )),
+        }
+    }
+}
+
+impl Actor for DeviceActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _ctx: &mut Self::Context) {
+        let _span = info_span!("device_open", device = %self.info.id).entered();
+        let driver = self.driver.clone();
+        match catch_unwind(AssertUnwindSafe(|| driver.open(&self.info))) {
+            Ok(Ok(worker)) => {
+                self.worker = Some(worker);
+                self.scheduler.do_send(Pull(self.info.id));
+            }
+            Ok(Err(e)) => {
+                self.lost = true;
+                self.scheduler.do_send(DeviceDown {
+                    device: self.info.id,
+                    reason: e.to_string(),
+                });
+            }
+            Err(_) => {
+                self.lost = true;
+                self.scheduler.do_send(DeviceDown {
+                    device: self.info.id,
+                    reason: "panicked while opening".into(),
+                });
+            }
+        }
+    }
+}
+
+impl Handler<Run> for DeviceActor {
+    type Result = ();
+
+    fn handle(&mut self, run: Run, _ctx: &mut Self::Context) {
+        let (job, partition, lease) = (run.work.job, run.work.partition, run.lease.id);
+        let device = self.info.id;
+        let span = info_span!("gpu", device = %device, job, partition, lease = lease.0);
+        let _g = span.enter();
+        if let Some(mut live) = self.shared.devices.get_mut(&device) {
+            live.current = Some((job, partition));
+        }
+        let t0 = Instant::now();
+        let result = if self.lost {
+            Err(DeviceFault::Lost("device was lost earlier".into()))
+        } else {
+            self.attempt(run)
+        };
+        let took = t0.elapsed();
+        let outcome = match &result {
+            Ok(_) => "ok".to_string(),
+            Err(f) => f.to_string(),
+        };
+        self.trace
+            .slice(&self.track, "prove", t0, job, Some(partition), outcome);
+        if let Some(mut live) = self.shared.devices.get_mut(&device) {
+            live.current = None;
+            live.busy += took;
+            match &result {
+                Ok(_) => live.partitions_ok += 1,
+                Err(_) => live.partitions_failed += 1,
+            }
+        }
+        if matches!(result, Err(DeviceFault::Lost(_))) {
+            self.lost = true;
+            self.worker = None;
+        }
+        self.scheduler.do_send(Done {
+            device,
+            lease,
+            job,
+            partition,
+            result,
+            took,
+        });
+        if !self.lost {
+            self.scheduler.do_send(Pull(device));
+        }
+    }
+}
+
+impl Handler<StopDevice> for DeviceActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: StopDevice, _ctx: &mut Self::Context) {
+        self.worker = None; // release the device (context, memory) on its own thread
+        System::current().stop();
+    }
+}

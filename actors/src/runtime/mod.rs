@@ -1,0 +1,230 @@
+//! The actix actors: the scheduler (owns the lease table), the synthesis pool, and one
+//! device actor per physical device on its own OS thread. Their messages are here; the
+//! public handle is [`crate::Engine`].
+//!
+//! Ownership, not locks: the scheduler actor alone grants leases; a device actor alone
+//! touches its device, and only for a lease it was sent; nothing else can reach a device.
+
+pub(crate) mod device;
+pub(crate) mod scheduler;
+pub(crate) mod synthesis;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Message;
+use blstrs::Scalar;
+use cuzk_engine::circuits::PartitionCircuit;
+use cuzk_engine::pce::R1cs;
+use cuzk_engine::{RegisteredProof, Srs};
+use dashmap::DashMap;
+use futures::channel::oneshot;
+
+use crate::device::DeviceId;
+use crate::driver::DeviceFault;
+use crate::engine::{EngineStatus, JobResult, Submitted};
+use crate::error::Result;
+use crate::lease::{Lease, LeaseId};
+use crate::scheduler::{JobId, Priority};
+use crate::work::{Payload, PartitionWork, SimulatedJob, WorkKind};
+
+/// Live counters of one device, written by its actor, read by status without a round trip.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceLive {
+    /// Time spent proving.
+    pub busy: Duration,
+    /// Partitions proved (and verified, for real ones).
+    pub partitions_ok: u64,
+    /// Attempts that failed.
+    pub partitions_failed: u64,
+    /// The partition running now: (job, partition).
+    pub current: Option<(JobId, usize)>,
+}
+
+/// Progress of one job, written by the scheduler, read by callers without a round trip.
+#[derive(Clone, Debug)]
+pub struct JobProgress {
+    /// What the job is.
+    pub kind: WorkKind,
+    /// Partitions in all.
+    pub partitions: usize,
+    /// Partitions synthesised so far (attempts, including re-synthesis after a failure).
+    pub synthesized: usize,
+    /// Partitions proved.
+    pub proved: usize,
+}
+
+/// State shared between the handle and the actors: concurrent maps of counters only; no
+/// decision is taken from them.
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub devices: DashMap<DeviceId, DeviceLive>,
+    pub jobs: DashMap<JobId, JobProgress>,
+}
+
+/// A job as the scheduler receives it.
+pub(crate) enum JobInput {
+    Proof {
+        proof: RegisteredProof,
+        params_identifier: String,
+        shape_identity: String,
+        circuits: Vec<Box<dyn PartitionCircuit>>,
+        public_inputs: Vec<Vec<Scalar>>,
+        blank: Box<dyn PartitionCircuit>,
+    },
+    Simulated(SimulatedJob),
+}
+
+impl JobInput {
+    pub fn partitions(&self) -> usize {
+        match self {
+            JobInput::Proof { circuits, .. } => circuits.len(),
+            JobInput::Simulated(s) => s.partitions,
+        }
+    }
+}
+
+/// Handle -> scheduler: a new job.
+pub(crate) struct Submit {
+    pub input: JobInput,
+    pub kind: WorkKind,
+    pub priority: Priority,
+    pub request_id: Option<String>,
+    pub timeout: Option<Duration>,
+}
+impl Message for Submit {
+    type Result = Result<Submitted>;
+}
+
+/// Handle -> scheduler: answer `reply` when the job ends or `timeout` passes.
+pub(crate) struct Await {
+    pub job: JobId,
+    pub timeout: Option<Duration>,
+    pub reply: oneshot::Sender<Result<JobResult>>,
+}
+impl Message for Await {
+    type Result = ();
+}
+
+/// Handle -> scheduler: cancel a job. Answers whether it was running.
+pub(crate) struct Cancel(pub JobId);
+impl Message for Cancel {
+    type Result = Result<bool>;
+}
+
+/// Handle -> scheduler: a status snapshot.
+pub(crate) struct GetStatus;
+impl Message for GetStatus {
+    type Result = EngineStatus;
+}
+
+/// Handle -> scheduler: stop accepting, finish within `grace` or cancel, answer everyone.
+pub(crate) struct Shutdown {
+    pub grace: Duration,
+    pub reply: oneshot::Sender<()>,
+}
+impl Message for Shutdown {
+    type Result = ();
+}
+
+/// Scheduler -> synthesis: load a job's parameters and constraint recording.
+pub(crate) struct Prepare {
+    pub job: JobId,
+    pub proof: RegisteredProof,
+    pub params_identifier: String,
+    pub shape_identity: String,
+    pub blank: Box<dyn PartitionCircuit>,
+    pub pce: bool,
+}
+impl Message for Prepare {
+    type Result = ();
+}
+
+/// Synthesis -> scheduler: a job's parameters are loaded (or not).
+pub(crate) struct Prepared {
+    pub job: JobId,
+    pub result: std::result::Result<(Arc<Srs>, Option<Arc<R1cs>>, Duration), String>,
+}
+impl Message for Prepared {
+    type Result = ();
+}
+
+/// What synthesis of one partition needs.
+pub(crate) enum SynthInput {
+    Proof {
+        circuit: Box<dyn PartitionCircuit>,
+        srs: Arc<Srs>,
+        r1cs: Option<Arc<R1cs>>,
+        public_inputs: Vec<Scalar>,
+        randomness: cuzk_engine::Randomness,
+    },
+    Simulated {
+        time: Duration,
+        gpu_time: Duration,
+        panic: bool,
+    },
+}
+
+/// Scheduler -> synthesis: build one partition's input.
+pub(crate) struct Synthesize {
+    pub job: JobId,
+    pub partition: usize,
+    pub input: SynthInput,
+}
+impl Message for Synthesize {
+    type Result = ();
+}
+
+/// Synthesis -> scheduler: one partition's input (or why not).
+pub(crate) struct Synthesized {
+    pub job: JobId,
+    pub partition: usize,
+    pub result: std::result::Result<Payload, String>,
+    pub took: Duration,
+}
+impl Message for Synthesized {
+    type Result = ();
+}
+
+/// Device -> scheduler: the device has room for one more partition.
+pub(crate) struct Pull(pub DeviceId);
+impl Message for Pull {
+    type Result = ();
+}
+
+/// Scheduler -> device: run this leased partition.
+pub(crate) struct Run {
+    pub lease: Lease,
+    pub work: PartitionWork,
+}
+impl Message for Run {
+    type Result = ();
+}
+
+/// Device -> scheduler: a lease's outcome.
+pub(crate) struct Done {
+    pub device: DeviceId,
+    pub lease: LeaseId,
+    pub job: JobId,
+    pub partition: usize,
+    pub result: std::result::Result<Vec<u8>, DeviceFault>,
+    pub took: Duration,
+}
+impl Message for Done {
+    type Result = ();
+}
+
+/// Device -> scheduler: the device could not be opened, or is gone.
+pub(crate) struct DeviceDown {
+    pub device: DeviceId,
+    pub reason: String,
+}
+impl Message for DeviceDown {
+    type Result = ();
+}
+
+/// Scheduler -> device: stop the device's thread.
+pub(crate) struct StopDevice;
+impl Message for StopDevice {
+    type Result = ();
+}

@@ -1,0 +1,935 @@
+//! The scheduler actor: owns the job table, the [`SchedulerCore`] (and through it the lease
+//! table keyed by physical device), the host-memory budget, and the queues between synthesis
+//! and devices. It is the only code that grants leases; device actors only receive them.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::{Actor, Addr, AsyncContext, Context, Handler, System};
+use blstrs::Scalar;
+use cuzk_engine::circuits::PartitionCircuit;
+use cuzk_engine::pce::R1cs;
+use cuzk_engine::{Srs, SrsStore};
+use futures::channel::oneshot;
+use tracing::{info, warn};
+
+use super::device::DeviceActor;
+use super::synthesis::SynthesisActor;
+use super::{
+    Await, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, Prepare, Prepared, Pull,
+    Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized,
+};
+use crate::device::{DeviceId, DeviceInfo};
+use crate::driver::{DeviceDriver, DeviceFault};
+use crate::engine::{
+    DeviceStatus, EngineStatus, JobReport, JobResult, JobTimings, QueueStatus, ReportOutcome,
+    SrsStatus, Submitted,
+};
+use crate::error::{Error, Result};
+use crate::lease::LeaseId;
+use crate::scheduler::{JobId, JobOutcome, Limits, Priority, SchedulerCore};
+use crate::trace::TraceSink;
+use crate::work::{PartitionWork, Payload, SimulatedJob, WorkKind};
+
+/// Everything the scheduler actor is configured with.
+pub(crate) struct SchedulerSetup {
+    pub store: Arc<SrsStore>,
+    pub driver: Arc<dyn DeviceDriver>,
+    pub devices: Vec<DeviceInfo>,
+    pub limits: Limits,
+    pub synthesis_workers: usize,
+    pub host_memory_budget: u64,
+    pub max_outstanding_partitions: usize,
+    pub job_timeout: Option<Duration>,
+    pub prove: cuzk_engine::ProveOptions,
+    pub tick: Duration,
+    pub retain_results: usize,
+    pub on_job_done: Option<Arc<dyn Fn(&JobReport) + Send + Sync>>,
+    pub shared: Arc<Shared>,
+    pub trace: TraceSink,
+}
+
+enum EntryInput {
+    Proof {
+        circuits: Vec<Box<dyn PartitionCircuit>>,
+        public_inputs: Vec<Vec<Scalar>>,
+        srs: Option<Arc<Srs>>,
+        r1cs: Option<Arc<R1cs>>,
+    },
+    Simulated(SimulatedJob),
+}
+
+struct JobEntry {
+    kind: WorkKind,
+    priority: Priority,
+    seq: u64,
+    request_id: Option<String>,
+    submitted: Instant,
+    partitions: usize,
+    input: EntryInput,
+    host_bytes: u64,
+    prepared: bool,
+    on_device: usize,
+    done: usize,
+    timings: JobTimings,
+    first_lease: Option<Instant>,
+    devices: BTreeSet<DeviceId>,
+}
+
+/// How a finished job is remembered for late waiters.
+#[derive(Clone)]
+enum Finished {
+    Ok(JobResult),
+    Failed(String),
+    Cancelled(Option<String>),
+}
+
+impl Finished {
+    fn to_result(&self, job: JobId) -> Result<JobResult> {
+        match self {
+            Finished::Ok(r) => Ok(r.clone()),
+            Finished::Failed(reason) => Err(Error::JobFailed {
+                job,
+                reason: reason.clone(),
+            }),
+            Finished::Cancelled(reason) => Err(Error::Cancelled {
+                job,
+                reason: reason.clone(),
+            }),
+        }
+    }
+}
+
+struct DeviceSlot {
+    info: DeviceInfo,
+    addr: Option<Addr<DeviceActor>>,
+    idle: bool,
+    down: Option<String>,
+    usable: u64,
+}
+
+type Waiter = (u64, oneshot::Sender<Result<JobResult>>);
+
+pub(crate) struct SchedulerActor {
+    setup: SchedulerSetup,
+    core: SchedulerCore<Vec<u8>>,
+    synth: Option<Addr<SynthesisActor>>,
+    devices: BTreeMap<DeviceId, DeviceSlot>,
+    jobs: HashMap<JobId, JobEntry>,
+    finished: HashMap<JobId, Finished>,
+    finished_order: VecDeque<JobId>,
+    request_ids: HashMap<String, JobId>,
+    synth_queue: BTreeSet<(Reverse<Priority>, u64, JobId, usize)>,
+    synth_in_flight: usize,
+    ready: HashMap<(JobId, usize), Payload>,
+    on_device: HashMap<LeaseId, u64>,
+    host_used: u64,
+    waiters: HashMap<JobId, Vec<Waiter>>,
+    next_waiter: u64,
+    seq: u64,
+    draining: bool,
+    shutdown_replies: Vec<oneshot::Sender<()>>,
+    counts: (u64, u64, u64),
+    started: Instant,
+    cancel_reasons: HashMap<JobId, String>,
+}
+
+impl SchedulerActor {
+    /// Creates the scheduler, the synthesis pool and one device actor (own thread) per device.
+    pub(crate) fn start(setup: SchedulerSetup) -> Result<Addr<SchedulerActor>> {
+        let mut leases = crate::lease::LeaseTable::new();
+        for d in &setup.devices {
+            leases.add_device(d.id, setup.driver.usable_vram(d), 1)?;
+        }
+        let core = SchedulerCore::new(leases, setup.limits.clone());
+        let mut device_err = None;
+        let addr = SchedulerActor::create(|ctx| {
+            let me = ctx.address();
+            let store = setup.store.clone();
+            let trace = setup.trace.clone();
+            let workers = setup.synthesis_workers.max(1);
+            let counter = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let synth = actix::SyncArbiter::start(workers, move || {
+                let i = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                SynthesisActor {
+                    store: store.clone(),
+                    scheduler: me.clone(),
+                    trace: trace.clone(),
+                    track: format!("synthesis {}", i % workers),
+                }
+            });
+            let mut devices = BTreeMap::new();
+            for info in &setup.devices {
+                setup.shared.devices.insert(info.id, Default::default());
+                let addr = match DeviceActor::spawn(
+                    info.clone(),
+                    setup.driver.clone(),
+                    ctx.address(),
+                    setup.shared.clone(),
+                    setup.trace.clone(),
+                    setup.prove.verify,
+                ) {
+                    Ok(a) => Some(a),
+                    Err(e) => {
+                        device_err.get_or_insert(e);
+                        None
+                    }
+                };
+                devices.insert(
+                    info.id,
+                    DeviceSlot {
+                        info: info.clone(),
+                        addr,
+                        idle: false,
+                        down: None,
+                        usable: setup.driver.usable_vram(info),
+                    },
+                );
+            }
+            SchedulerActor {
+                core,
+                synth: Some(synth),
+                devices,
+                jobs: HashMap::new(),
+                finished: HashMap::new(),
+                finished_order: VecDeque::new(),
+                request_ids: HashMap::new(),
+                synth_queue: BTreeSet::new(),
+                synth_in_flight: 0,
+                ready: HashMap::new(),
+                on_device: HashMap::new(),
+                host_used: 0,
+                waiters: HashMap::new(),
+                next_waiter: 0,
+                seq: 0,
+                draining: false,
+                shutdown_replies: Vec::new(),
+                counts: (0, 0, 0),
+                started: Instant::now(),
+                cancel_reasons: HashMap::new(),
+                setup,
+            }
+        });
+        match device_err {
+            Some(e) => Err(e),
+            None => Ok(addr),
+        }
+    }
+
+    fn live_partitions(&self) -> usize {
+        self.jobs.values().map(|j| j.partitions - j.done).sum()
+    }
+
+    fn usable_devices(&self) -> usize {
+        self.devices
+            .values()
+            .filter(|d| d.down.is_none() && !self.core.is_quarantined(d.info.id))
+            .count()
+    }
+
+    fn accept(&mut self, msg: Submit, ctx: &mut Context<Self>) -> Result<Submitted> {
+        if let Some(id) = msg.request_id.as_ref().and_then(|r| self.request_ids.get(r)) {
+            return Ok(Submitted {
+                job: *id,
+                existing: true,
+                queue_position: self.queue_position(*id),
+            });
+        }
+        if self.draining {
+            return Err(Error::ShuttingDown);
+        }
+        if self.usable_devices() == 0 {
+            return Err(Error::NoDevice(self.down_reasons()));
+        }
+        if matches!(msg.input, JobInput::Simulated(_)) && self.setup.driver.name() != "mock" {
+            return Err(Error::Rejected(
+                "simulated jobs run only on mock devices".into(),
+            ));
+        }
+        let partitions = msg.input.partitions();
+        let live = self.live_partitions();
+        if live + partitions > self.setup.max_outstanding_partitions {
+            return Err(Error::Backpressure(live));
+        }
+        let id = self.core.submit_staged(crate::scheduler::JobSpec {
+            priority: msg.priority,
+            partitions,
+            vram_per_partition: 0,
+        })?;
+        self.seq += 1;
+        let input = match msg.input {
+            JobInput::Proof {
+                proof,
+                params_identifier,
+                shape_identity,
+                circuits,
+                public_inputs,
+                blank,
+            } => {
+                if let Some(synth) = &self.synth {
+                    synth.do_send(Prepare {
+                        job: id,
+                        proof,
+                        params_identifier,
+                        shape_identity,
+                        blank,
+                        pce: self.setup.prove.pce,
+                    });
+                }
+                EntryInput::Proof {
+                    circuits,
+                    public_inputs,
+                    srs: None,
+                    r1cs: None,
+                }
+            }
+            JobInput::Simulated(sim) => EntryInput::Simulated(sim),
+        };
+        let simulated = matches!(input, EntryInput::Simulated(_));
+        self.setup.shared.jobs.insert(
+            id,
+            JobProgress {
+                kind: msg.kind,
+                partitions,
+                synthesized: 0,
+                proved: 0,
+            },
+        );
+        self.jobs.insert(
+            id,
+            JobEntry {
+                kind: msg.kind,
+                priority: msg.priority,
+                seq: self.seq,
+                request_id: msg.request_id.clone(),
+                submitted: Instant::now(),
+                partitions,
+                input,
+                host_bytes: 0,
+                prepared: false,
+                on_device: 0,
+                done: 0,
+                timings: JobTimings::default(),
+                first_lease: None,
+                devices: BTreeSet::new(),
+            },
+        );
+        if let Some(r) = msg.request_id {
+            self.request_ids.insert(r, id);
+        }
+        if let Some(t) = msg.timeout.or(self.setup.job_timeout) {
+            ctx.run_later(t, move |act, _ctx| {
+                if act.core.fail(id, format!("did not finish within its timeout of {t:?}")) {
+                    act.after_change();
+                }
+            });
+        }
+        if simulated {
+            self.prepared(id, None);
+        }
+        info!(job = id, kind = %msg.kind, partitions, priority = ?msg.priority, "job accepted");
+        Ok(Submitted {
+            job: id,
+            existing: false,
+            queue_position: self.queue_position(id),
+        })
+    }
+
+    /// Partitions of other jobs ahead of this one (higher priority, or same and earlier).
+    fn queue_position(&self, id: JobId) -> usize {
+        let Some(me) = self.jobs.get(&id) else {
+            return 0;
+        };
+        self.jobs
+            .iter()
+            .filter(|(j, e)| {
+                **j != id && (e.priority > me.priority || (e.priority == me.priority && e.seq < me.seq))
+            })
+            .map(|(_, e)| e.partitions - e.done)
+            .sum()
+    }
+
+    fn down_reasons(&self) -> String {
+        let v: Vec<String> = self
+            .devices
+            .values()
+            .map(|d| match &d.down {
+                Some(r) => format!("{}: {r}", d.info.id),
+                None => format!("{}: quarantined after repeated failures", d.info.id),
+            })
+            .collect();
+        if v.is_empty() {
+            "no devices configured".into()
+        } else {
+            v.join("; ")
+        }
+    }
+
+    /// A job's parameters are ready (`srs` None for simulated jobs): queue its partitions
+    /// for synthesis.
+    fn prepared(&mut self, id: JobId, srs: Option<(Arc<Srs>, Option<Arc<R1cs>>, Duration)>) {
+        let vram_for = |srs: &Srs, devices: &BTreeMap<DeviceId, DeviceSlot>, d: &dyn DeviceDriver| {
+            devices
+                .values()
+                .map(|s| d.vram_for(&s.info, srs))
+                .max()
+                .unwrap_or(0)
+        };
+        let Some(entry) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let (host, vram) = match (&mut entry.input, srs) {
+            (EntryInput::Simulated(sim), _) => (sim.host_bytes_per_partition, sim.vram_per_partition),
+            (EntryInput::Proof { srs: slot, r1cs: rslot, .. }, Some((srs, r1cs, load))) => {
+                entry.timings.srs_load = load;
+                let host = srs.partition_host_bytes();
+                let vram = vram_for(&srs, &self.devices, self.setup.driver.as_ref());
+                *slot = Some(srs);
+                *rslot = r1cs;
+                (host, vram)
+            }
+            (EntryInput::Proof { .. }, None) => return,
+        };
+        entry.host_bytes = host;
+        entry.prepared = true;
+        let fits = self.devices.values().any(|d| d.usable >= vram);
+        if !fits {
+            self.core.fail(
+                id,
+                format!("a partition needs {vram} bytes of device memory; no device has that much"),
+            );
+            self.after_change();
+            return;
+        }
+        self.core.set_vram_per_partition(id, vram);
+        for p in 0..entry.partitions {
+            self.synth_queue
+                .insert((Reverse(entry.priority), entry.seq, id, p));
+        }
+        self.after_change();
+    }
+
+    /// Sends partitions to synthesis while workers and the host-memory budget allow. One
+    /// partition may always be in flight, so a budget smaller than a partition still makes
+    /// progress (one at a time).
+    fn pump_synthesis(&mut self) {
+        let workers = self.setup.synthesis_workers.max(1);
+        while self.synth_in_flight < workers {
+            let Some(&key) = self.synth_queue.iter().next() else {
+                break;
+            };
+            let (_, _, id, p) = key;
+            let Some(entry) = self.jobs.get(&id) else {
+                self.synth_queue.remove(&key);
+                continue;
+            };
+            let bytes = entry.host_bytes;
+            if self.host_used > 0
+                && self.host_used.saturating_add(bytes) > self.setup.host_memory_budget
+            {
+                break;
+            }
+            self.synth_queue.remove(&key);
+            let input = match &entry.input {
+                EntryInput::Simulated(sim) => SynthInput::Simulated {
+                    time: sim.synthesis_time,
+                    gpu_time: sim.gpu_time,
+                    panic: sim.panic_in_synthesis == Some(p),
+                },
+                EntryInput::Proof {
+                    circuits,
+                    public_inputs,
+                    srs: Some(srs),
+                    r1cs,
+                    ..
+                } => SynthInput::Proof {
+                    circuit: circuits[p].clone_box(),
+                    srs: srs.clone(),
+                    r1cs: r1cs.clone(),
+                    public_inputs: public_inputs[p].clone(),
+                    randomness: self.setup.prove.randomness,
+                },
+                EntryInput::Proof { srs: None, .. } => continue,
+            };
+            self.host_used += bytes;
+            self.synth_in_flight += 1;
+            if let Some(synth) = &self.synth {
+                synth.do_send(Synthesize {
+                    job: id,
+                    partition: p,
+                    input,
+                });
+            }
+        }
+    }
+
+    /// Grants leases to idle devices, highest-priority ready partition first.
+    fn dispatch(&mut self) {
+        let now = Instant::now();
+        let idle: Vec<DeviceId> = self
+            .devices
+            .iter()
+            .filter(|(_, d)| d.idle && d.down.is_none() && d.addr.is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        for dev in idle {
+            let Some(lease) = self.core.next_for(dev, now) else {
+                continue;
+            };
+            let key = (lease.job, lease.partition);
+            let Some(payload) = self.ready.remove(&key) else {
+                // Cannot happen: a partition is queued in the core only once its input is
+                // here. Fail the lease rather than lose the partition.
+                warn!(job = lease.job, partition = lease.partition, "leased partition has no input");
+                self.core.complete(lease.id, Err("internal: input missing".into()));
+                continue;
+            };
+            let bytes = self.jobs.get(&lease.job).map_or(0, |e| e.host_bytes);
+            self.on_device.insert(lease.id, bytes);
+            if let Some(e) = self.jobs.get_mut(&lease.job) {
+                e.on_device += 1;
+                e.first_lease.get_or_insert(now);
+                e.devices.insert(dev);
+            }
+            let slot = self.devices.get_mut(&dev);
+            if let Some(slot) = slot {
+                slot.idle = false;
+                if let Some(addr) = &slot.addr {
+                    addr.do_send(Run {
+                        work: PartitionWork {
+                            job: lease.job,
+                            partition: lease.partition,
+                            reserved_vram: lease.bytes,
+                            payload,
+                        },
+                        lease,
+                    });
+                }
+            }
+        }
+    }
+
+    /// After any change: re-queue partitions that need new input, answer finished jobs,
+    /// feed synthesis and devices.
+    fn after_change(&mut self) {
+        for (id, p) in self.core.take_needing_input() {
+            if let Some(e) = self.jobs.get(&id) {
+                self.synth_queue.insert((Reverse(e.priority), e.seq, id, p));
+            }
+        }
+        for id in self.core.take_finished() {
+            self.finish(id);
+        }
+        self.pump_synthesis();
+        self.dispatch();
+        if self.draining && self.jobs.is_empty() {
+            self.complete_shutdown();
+        }
+    }
+
+    fn finish(&mut self, id: JobId) {
+        let Some(outcome) = self.core.take_outcome(id) else {
+            return;
+        };
+        let Some(mut entry) = self.jobs.remove(&id) else {
+            return;
+        };
+        // Inputs waiting for a device are dropped with the job.
+        let stale: Vec<(JobId, usize)> = self.ready.keys().filter(|k| k.0 == id).copied().collect();
+        for k in stale {
+            self.ready.remove(&k);
+            self.host_used = self.host_used.saturating_sub(entry.host_bytes);
+        }
+        self.synth_queue.retain(|k| k.2 != id);
+        self.setup.shared.jobs.remove(&id);
+        entry.timings.total = entry.submitted.elapsed();
+        entry.timings.queue_wait = entry
+            .first_lease
+            .map(|t| t.saturating_duration_since(entry.submitted))
+            .unwrap_or(entry.timings.total);
+        let devices: Vec<DeviceId> = entry.devices.iter().copied().collect();
+        let (finished, report) = match outcome {
+            JobOutcome::Completed(parts) => {
+                self.counts.0 += 1;
+                let proof: Vec<u8> = parts.concat();
+                let verified = self.setup.prove.verify && matches!(entry.input, EntryInput::Proof { .. });
+                let r = JobResult {
+                    job: id,
+                    kind: entry.kind,
+                    proof,
+                    partitions: entry.partitions,
+                    verified,
+                    timings: entry.timings.clone(),
+                    devices: devices.clone(),
+                };
+                (Finished::Ok(r), ReportOutcome::Completed)
+            }
+            JobOutcome::Failed(reason) => {
+                self.counts.1 += 1;
+                warn!(job = id, %reason, "job failed");
+                (Finished::Failed(reason.clone()), ReportOutcome::Failed(reason))
+            }
+            JobOutcome::Cancelled => {
+                self.counts.2 += 1;
+                let reason = self.cancel_reasons.remove(&id);
+                (Finished::Cancelled(reason.clone()), ReportOutcome::Cancelled(reason))
+            }
+        };
+        info!(job = id, kind = %entry.kind, total_ms = entry.timings.total.as_millis() as u64, "job ended");
+        if let Some(hook) = &self.setup.on_job_done {
+            let report = JobReport {
+                job: id,
+                kind: entry.kind,
+                partitions: entry.partitions,
+                outcome: report,
+                timings: entry.timings.clone(),
+                devices,
+            };
+            // A panicking hook must not take the scheduler down.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&report)));
+        }
+        for (_, w) in self.waiters.remove(&id).unwrap_or_default() {
+            let _ = w.send(finished.to_result(id));
+        }
+        self.finished.insert(id, finished);
+        self.finished_order.push_back(id);
+        while self.finished_order.len() > self.setup.retain_results.max(1) {
+            if let Some(old) = self.finished_order.pop_front() {
+                self.finished.remove(&old);
+            }
+        }
+        // request ids map to a job while it runs and while its result is retained
+        if let Some(r) = entry.request_id {
+            if !self.finished.contains_key(&id) {
+                self.request_ids.remove(&r);
+            }
+        }
+        let retained: std::collections::HashSet<JobId> = self.finished_order.iter().copied().collect();
+        self.request_ids
+            .retain(|_, j| retained.contains(j) || self.jobs.contains_key(j));
+    }
+
+    fn complete_shutdown(&mut self) {
+        for slot in self.devices.values_mut() {
+            if let Some(addr) = slot.addr.take() {
+                addr.do_send(StopDevice);
+            }
+        }
+        self.synth = None;
+        for r in self.shutdown_replies.drain(..) {
+            let _ = r.send(());
+        }
+        System::current().stop();
+    }
+
+    fn status(&self) -> EngineStatus {
+        let mut queues: BTreeMap<WorkKind, QueueStatus> = BTreeMap::new();
+        for e in self.jobs.values() {
+            let q = queues.entry(e.kind).or_insert(QueueStatus {
+                kind: e.kind,
+                pending: 0,
+                in_progress: 0,
+                jobs: 0,
+            });
+            q.jobs += 1;
+            q.in_progress += e.on_device;
+            q.pending += e.partitions - e.done - e.on_device;
+        }
+        let devices = self
+            .devices
+            .values()
+            .map(|d| {
+                let live = self
+                    .setup
+                    .shared
+                    .devices
+                    .get(&d.info.id)
+                    .map(|l| l.clone())
+                    .unwrap_or_default();
+                let current = live.current.map(|(j, p)| {
+                    let kind = self.jobs.get(&j).map_or(WorkKind::Simulated, |e| e.kind);
+                    (j, kind, p)
+                });
+                DeviceStatus {
+                    info: d.info.clone(),
+                    usable_vram: d.usable,
+                    vram_leased: self.core.leases().reserved(d.info.id),
+                    current,
+                    quarantined: self.core.is_quarantined(d.info.id),
+                    down: d.down.clone(),
+                    busy: live.busy,
+                    partitions_ok: live.partitions_ok,
+                    partitions_failed: live.partitions_failed,
+                }
+            })
+            .collect();
+        let srs = self
+            .setup
+            .store
+            .loaded()
+            .into_iter()
+            .map(|(identifier, s)| SrsStatus {
+                identifier,
+                size_bytes: s.memory_bytes(),
+                file_bytes: s.file_bytes,
+                users: Arc::strong_count(&s).saturating_sub(2),
+            })
+            .collect();
+        EngineStatus {
+            devices,
+            queues: queues.into_values().collect(),
+            srs,
+            jobs_running: self.jobs.len(),
+            completed: self.counts.0,
+            failed: self.counts.1,
+            cancelled: self.counts.2,
+            partitions_ready: self.ready.len(),
+            partitions_synthesizing: self.synth_in_flight,
+            host_memory_used: self.host_used,
+            host_memory_budget: self.setup.host_memory_budget,
+            uptime: self.started.elapsed(),
+            draining: self.draining,
+        }
+    }
+}
+
+impl Actor for SchedulerActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(usize::MAX);
+        let tick = self.setup.tick;
+        ctx.run_interval(tick, |act, _ctx| {
+            let revoked = act.core.expire(Instant::now());
+            if !revoked.is_empty() {
+                for l in &revoked {
+                    warn!(device = %l.device, job = l.job, partition = l.partition, "lease timed out; revoked, partition runs again elsewhere");
+                    if let Some(e) = act.jobs.get_mut(&l.job) {
+                        e.on_device = e.on_device.saturating_sub(1);
+                    }
+                }
+                act.after_change();
+            }
+        });
+    }
+
+    fn stopping(&mut self, _ctx: &mut Self::Context) -> actix::Running {
+        // Whoever still waits learns the engine stopped (their receivers see a dropped
+        // sender), never waits forever.
+        self.waiters.clear();
+        actix::Running::Stop
+    }
+}
+
+impl Handler<Submit> for SchedulerActor {
+    type Result = Result<Submitted>;
+
+    fn handle(&mut self, msg: Submit, ctx: &mut Self::Context) -> Self::Result {
+        let r = self.accept(msg, ctx);
+        self.after_change();
+        r
+    }
+}
+
+impl Handler<Prepared> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Prepared, _ctx: &mut Self::Context) {
+        match msg.result {
+            Ok(srs) => self.prepared(msg.job, Some(srs)),
+            Err(reason) => {
+                self.core.fail(msg.job, reason);
+                self.after_change();
+            }
+        }
+    }
+}
+
+impl Handler<Synthesized> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Synthesized, _ctx: &mut Self::Context) {
+        self.synth_in_flight = self.synth_in_flight.saturating_sub(1);
+        let bytes = self.jobs.get(&msg.job).map_or(0, |e| e.host_bytes);
+        match (msg.result, self.jobs.get_mut(&msg.job)) {
+            (Ok(payload), Some(entry)) => {
+                entry.timings.synthesis += msg.took;
+                if let Some(mut p) = self.setup.shared.jobs.get_mut(&msg.job) {
+                    p.synthesized += 1;
+                }
+                if self.core.ready(msg.job, msg.partition) {
+                    self.ready.insert((msg.job, msg.partition), payload);
+                } else {
+                    self.host_used = self.host_used.saturating_sub(bytes);
+                }
+            }
+            (Err(reason), Some(_)) => {
+                self.host_used = self.host_used.saturating_sub(bytes);
+                self.core.fail(msg.job, reason);
+            }
+            (_, None) => {
+                // the job ended meanwhile; its bytes were counted against this job's size
+                self.host_used = self.host_used.saturating_sub(bytes);
+            }
+        }
+        self.after_change();
+    }
+}
+
+impl Handler<Pull> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Pull, _ctx: &mut Self::Context) {
+        if let Some(d) = self.devices.get_mut(&msg.0) {
+            if d.down.is_none() {
+                d.idle = true;
+            }
+        }
+        self.after_change();
+    }
+}
+
+impl Handler<Done> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Done, _ctx: &mut Self::Context) {
+        let bytes = self.on_device.remove(&msg.lease).unwrap_or(0);
+        self.host_used = self.host_used.saturating_sub(bytes);
+        let active = self
+            .core
+            .leases()
+            .active_on(msg.device)
+            .iter()
+            .any(|l| l.id == msg.lease);
+        if let Some(e) = self.jobs.get_mut(&msg.job) {
+            if active {
+                e.on_device = e.on_device.saturating_sub(1);
+            }
+            e.timings.gpu_compute += msg.took;
+        }
+        let lost = match &msg.result {
+            Err(DeviceFault::Lost(r)) => Some(r.clone()),
+            _ => None,
+        };
+        if let Err(f) = &msg.result {
+            warn!(device = %msg.device, job = msg.job, partition = msg.partition, fault = %f, "partition attempt failed");
+        }
+        let ok = msg.result.is_ok();
+        let result = msg.result.map_err(|f| format!("on {}: {f}", msg.device));
+        let c = self.core.complete(msg.lease, result);
+        if ok && c == crate::scheduler::Completion::Accepted {
+            if let Some(e) = self.jobs.get_mut(&msg.job) {
+                e.done += 1;
+            }
+            if let Some(mut p) = self.setup.shared.jobs.get_mut(&msg.job) {
+                p.proved += 1;
+            }
+        }
+        if let Some(reason) = lost {
+            self.device_down(msg.device, reason);
+        }
+        self.after_change();
+    }
+}
+
+impl SchedulerActor {
+    fn device_down(&mut self, device: DeviceId, reason: String) {
+        warn!(%device, %reason, "device down; its work moves to other devices");
+        if let Some(d) = self.devices.get_mut(&device) {
+            d.down = Some(reason);
+            d.idle = false;
+        }
+        for l in self.core.leases().active_on(device) {
+            if let Some(e) = self.jobs.get_mut(&l.job) {
+                e.on_device = e.on_device.saturating_sub(1);
+            }
+        }
+        if !self.core.is_quarantined(device) {
+            self.core.quarantine(device);
+        }
+    }
+}
+
+impl Handler<DeviceDown> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceDown, _ctx: &mut Self::Context) {
+        self.device_down(msg.device, msg.reason);
+        self.after_change();
+    }
+}
+
+impl Handler<Await> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Await, ctx: &mut Self::Context) {
+        if let Some(f) = self.finished.get(&msg.job) {
+            let _ = msg.reply.send(f.to_result(msg.job));
+            return;
+        }
+        if !self.jobs.contains_key(&msg.job) {
+            let _ = msg.reply.send(Err(Error::UnknownJob(msg.job)));
+            return;
+        }
+        self.next_waiter += 1;
+        let wid = self.next_waiter;
+        self.waiters.entry(msg.job).or_default().push((wid, msg.reply));
+        if let Some(t) = msg.timeout {
+            let job = msg.job;
+            ctx.run_later(t, move |act, _ctx| {
+                if let Some(ws) = act.waiters.get_mut(&job) {
+                    if let Some(i) = ws.iter().position(|(id, _)| *id == wid) {
+                        let (_, w) = ws.swap_remove(i);
+                        let _ = w.send(Err(Error::Timeout { job, waited: t }));
+                    }
+                }
+            });
+        }
+    }
+}
+
+impl Handler<Cancel> for SchedulerActor {
+    type Result = Result<bool>;
+
+    fn handle(&mut self, msg: Cancel, _ctx: &mut Self::Context) -> Self::Result {
+        if !self.jobs.contains_key(&msg.0) && !self.finished.contains_key(&msg.0) {
+            return Err(Error::UnknownJob(msg.0));
+        }
+        let was_running = self.core.cancel(msg.0);
+        self.after_change();
+        Ok(was_running)
+    }
+}
+
+impl Handler<GetStatus> for SchedulerActor {
+    type Result = actix::MessageResult<GetStatus>;
+
+    fn handle(&mut self, _msg: GetStatus, _ctx: &mut Self::Context) -> Self::Result {
+        actix::MessageResult(self.status())
+    }
+}
+
+impl Handler<Shutdown> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
+        self.draining = true;
+        self.shutdown_replies.push(msg.reply);
+        if self.jobs.is_empty() {
+            self.complete_shutdown();
+            return;
+        }
+        info!(jobs = self.jobs.len(), grace = ?msg.grace, "shutting down: finishing running jobs");
+        ctx.run_later(msg.grace, |act, _ctx| {
+            let ids: Vec<JobId> = act.jobs.keys().copied().collect();
+            for id in ids {
+                act.cancel_reasons
+                    .insert(id, "the engine shut down before it finished".into());
+                act.core.cancel(id);
+            }
+            act.after_change();
+        });
+    }
+}

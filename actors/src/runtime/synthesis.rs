@@ -1,0 +1,155 @@
+//! The synthesis pool: a `SyncArbiter` of workers that load parameters and constraint
+//! recordings and build partitions' inputs (witness and a, b, c evaluations through the PCE,
+//! or full synthesis), off the scheduler's thread. A panic in synthesis becomes an error for
+//! its job, never a lost worker or a lost job.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::{Actor, Addr, Handler, SyncContext};
+use blstrs::Scalar;
+use cuzk_engine::{Randomness, SrsStore};
+use ff::Field;
+use tracing::info_span;
+
+use super::scheduler::SchedulerActor;
+use super::{Prepare, Prepared, SynthInput, Synthesize, Synthesized};
+use crate::trace::TraceSink;
+use crate::work::Payload;
+
+pub(crate) struct SynthesisActor {
+    pub store: Arc<SrsStore>,
+    pub scheduler: Addr<SchedulerActor>,
+    pub trace: TraceSink,
+    pub track: String,
+}
+
+impl Actor for SynthesisActor {
+    type Context = SyncContext<Self>;
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+impl Handler<Prepare> for SynthesisActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Prepare, _ctx: &mut Self::Context) {
+        let t0 = Instant::now();
+        let _span = info_span!("prepare", job = msg.job, circuit = %msg.params_identifier).entered();
+        let store = self.store.clone();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let t = Instant::now();
+            let srs = store
+                .get_by_identifier(msg.proof, &msg.params_identifier)
+                .map_err(|e| e.to_string())?;
+            let load = t.elapsed();
+            let r1cs = if msg.pce {
+                Some(
+                    store
+                        .pce()
+                        .get_or_record(&msg.shape_identity, msg.blank)
+                        .map_err(|e| e.to_string())?,
+                )
+            } else {
+                None
+            };
+            Ok((srs, r1cs, load))
+        }))
+        .unwrap_or_else(|p| Err(format!("preparing panicked: {}", panic_message(p))));
+        self.trace
+            .slice(&self.track, "prepare", t0, msg.job, None, msg.params_identifier);
+        self.scheduler.do_send(Prepared {
+            job: msg.job,
+            result,
+        });
+    }
+}
+
+impl Handler<Synthesize> for SynthesisActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Synthesize, _ctx: &mut Self::Context) {
+        let t0 = Instant::now();
+        let (job, partition) = (msg.job, msg.partition);
+        let _span = info_span!("synthesis", job, partition).entered();
+        let result = catch_unwind(AssertUnwindSafe(|| synthesize(msg.input, partition)))
+            .unwrap_or_else(|p| Err(format!("synthesis panicked: {}", panic_message(p))));
+        let took = t0.elapsed();
+        self.trace.slice(
+            &self.track,
+            "synthesis",
+            t0,
+            job,
+            Some(partition),
+            if result.is_ok() { "ok" } else { "failed" },
+        );
+        self.scheduler.do_send(Synthesized {
+            job,
+            partition,
+            result,
+            took,
+        });
+    }
+}
+
+fn synthesize(input: SynthInput, partition: usize) -> std::result::Result<Payload, String> {
+    match input {
+        SynthInput::Simulated {
+            time,
+            gpu_time,
+            panic,
+        } => {
+            if panic {
+                panic!("injected panic in synthesis of partition {partition}");
+            }
+            if !time.is_zero() {
+                std::thread::sleep(time);
+            }
+            Ok(Payload::Simulated { gpu_time })
+        }
+        SynthInput::Proof {
+            circuit,
+            srs,
+            r1cs,
+            public_inputs,
+            randomness,
+        } => {
+            let assignment = match &r1cs {
+                Some(r1cs) => {
+                    let (input, aux) = info_span!("witness")
+                        .in_scope(|| circuit.witness())
+                        .map_err(|e| e.to_string())?;
+                    info_span!("matvec")
+                        .in_scope(|| cuzk_engine::pce::evaluate(r1cs, input, aux))
+                        .map_err(|e| e.to_string())?
+                }
+                None => circuit.synthesize().map_err(|e| e.to_string())?,
+            };
+            if assignment.public_inputs() != public_inputs.as_slice() {
+                return Err(format!(
+                    "partition {partition}: the circuit's public inputs differ from the ones a verifier derives; the vanilla proof does not match its public data"
+                ));
+            }
+            let (r, s) = match randomness {
+                Randomness::Fixed(r, s) => (r, s),
+                Randomness::Random => {
+                    let mut rng = rand::rngs::OsRng;
+                    (Scalar::random(&mut rng), Scalar::random(&mut rng))
+                }
+            };
+            Ok(Payload::Proof {
+                srs,
+                assignment,
+                public_inputs,
+                r,
+                s,
+            })
+        }
+    }
+}

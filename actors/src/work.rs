@@ -1,0 +1,119 @@
+//! What travels to a device: one partition's synthesised input, or a simulated stand-in.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use blstrs::Scalar;
+use cuzk_engine::pce::Assignment;
+use cuzk_engine::{ProofKind, Srs};
+
+use crate::scheduler::{JobId, Priority};
+
+/// One partition leased to one device. Built by a synthesis actor, moved to the device actor
+/// that holds the lease; the device consumes it (a failed attempt is synthesised again).
+pub struct PartitionWork {
+    /// The job.
+    pub job: JobId,
+    /// Partition index within the job.
+    pub partition: usize,
+    /// Device memory the lease reserved for it, in bytes.
+    pub reserved_vram: u64,
+    /// What to prove.
+    pub payload: Payload,
+}
+
+/// The input of a partition's GPU phase.
+pub enum Payload {
+    /// A real Groth16 partition.
+    Proof {
+        /// The circuit's parameters.
+        srs: Arc<Srs>,
+        /// Witness and a, b, c evaluations.
+        assignment: Assignment,
+        /// Public inputs (without ONE), for verification on the device thread.
+        public_inputs: Vec<Scalar>,
+        /// Randomiser r.
+        r: Scalar,
+        /// Randomiser s.
+        s: Scalar,
+    },
+    /// A simulated partition: mock devices "prove" it by waiting `gpu_time`.
+    Simulated {
+        /// Device time it takes at speed 1.0.
+        gpu_time: Duration,
+    },
+}
+
+/// What a job is, for priorities and reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkKind {
+    /// A Filecoin proof of this kind.
+    Proof(ProofKind),
+    /// A simulated job.
+    Simulated,
+}
+
+impl std::fmt::Display for WorkKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkKind::Proof(k) => write!(f, "{k}"),
+            WorkKind::Simulated => f.write_str("simulated"),
+        }
+    }
+}
+
+/// The default priority of a kind: WinningPoSt (a block is at stake) above WindowPoSt above
+/// PoRep and SnapDeals.
+pub fn default_priority(kind: WorkKind) -> Priority {
+    match kind {
+        WorkKind::Proof(ProofKind::WinningPost) => Priority::Critical,
+        WorkKind::Proof(ProofKind::WindowPost) => Priority::High,
+        _ => Priority::Normal,
+    }
+}
+
+/// A job with no Filecoin circuit behind it, for simulations with thousands of partitions:
+/// synthesis waits `synthesis_time`, a mock device waits `gpu_time / speed`. Only mock
+/// devices accept its partitions; its "proofs" are 192-byte tokens, not Groth16 proofs.
+#[derive(Clone, Debug)]
+pub struct SimulatedJob {
+    /// Partitions.
+    pub partitions: usize,
+    /// Device memory each partition's lease reserves.
+    pub vram_per_partition: u64,
+    /// Host memory each synthesised partition holds until proved.
+    pub host_bytes_per_partition: u64,
+    /// Time synthesis of one partition takes.
+    pub synthesis_time: Duration,
+    /// Device time of one partition at speed 1.0.
+    pub gpu_time: Duration,
+    /// Make synthesis of this partition panic (fault injection).
+    pub panic_in_synthesis: Option<usize>,
+}
+
+impl Default for SimulatedJob {
+    fn default() -> Self {
+        SimulatedJob {
+            partitions: 1,
+            vram_per_partition: 1 << 20,
+            host_bytes_per_partition: 1 << 20,
+            synthesis_time: Duration::ZERO,
+            gpu_time: Duration::from_micros(200),
+            panic_in_synthesis: None,
+        }
+    }
+}
+
+/// The token a simulated partition yields: 192 bytes derived from (job, partition), so tests
+/// can check each partition landed in its place exactly once.
+pub fn simulated_token(job: JobId, partition: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(192);
+    let mut x = job.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (partition as u64);
+    while out.len() < 192 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
+}
