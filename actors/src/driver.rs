@@ -11,7 +11,7 @@ use cuzk_engine::{Backend, CpuBackend, Srs};
 
 use crate::device::{DeviceId, DeviceInfo, PciAddress};
 use crate::error::{Error, Result};
-use crate::work::{Payload, PartitionWork};
+use crate::work::{PartitionWork, Payload};
 
 /// Why a device could not prove a partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -156,7 +156,10 @@ impl DeviceDriver for CpuDriver {
                 reason: "the CPU driver opens only the host CPU".into(),
             });
         }
-        Ok(Box::new(BackendWorker::new(Box::new(CpuBackend), self.threads)?))
+        Ok(Box::new(BackendWorker::new(
+            Box::new(CpuBackend),
+            self.threads,
+        )?))
     }
 
     fn vram_for(&self, _device: &DeviceInfo, _srs: &Srs) -> u64 {
@@ -245,7 +248,11 @@ impl DeviceDriver for CudaDriver {
             .map_err(|e| fail(format!("cannot open: {e}")))?;
         let pci = probe.pci_id();
         if (pci.domain, pci.bus, pci.device)
-            != (device.id.pci.domain, device.id.pci.bus, device.id.pci.device)
+            != (
+                device.id.pci.domain,
+                device.id.pci.bus,
+                device.id.pci.device,
+            )
             || probe.uuid() != device.id.uuid
         {
             return Err(fail(format!(

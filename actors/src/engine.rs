@@ -466,7 +466,11 @@ impl Engine {
 
     /// As [`submit`](Self::submit), without blocking the caller's executor: validation runs
     /// on a short-lived thread. Works under any async runtime.
-    pub async fn submit_async(&self, request: ProofRequest, opts: SubmitOptions) -> Result<Submitted> {
+    pub async fn submit_async(
+        &self,
+        request: ProofRequest,
+        opts: SubmitOptions,
+    ) -> Result<Submitted> {
         let (tx, rx) = oneshot::channel();
         let me = self.clone();
         std::thread::Builder::new()

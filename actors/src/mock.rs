@@ -17,7 +17,7 @@ use crate::device::{DeviceId, DeviceInfo, PciAddress};
 use crate::driver::{scaled, DeviceDriver, DeviceFault, DeviceWorker, Proved};
 use crate::error::{Error, Result};
 use crate::scheduler::JobId;
-use crate::work::{Payload, PartitionWork};
+use crate::work::{PartitionWork, Payload};
 
 /// One mock device. Fault counters count partitions this device started, from 1.
 #[derive(Clone, Debug)]

@@ -46,7 +46,13 @@ impl TraceSink {
         let epoch = Instant::now();
         if enabled {
             let (tx, rx) = crossbeam_channel::unbounded();
-            (TraceSink { epoch, tx: Some(tx) }, Some(rx))
+            (
+                TraceSink {
+                    epoch,
+                    tx: Some(tx),
+                },
+                Some(rx),
+            )
         } else {
             (TraceSink { epoch, tx: None }, None)
         }
@@ -85,9 +91,13 @@ pub fn write_chrome_trace(path: &Path, events: &[TraceEvent]) -> Result<()> {
         tracks.entry(e.track.as_str()).or_insert(n + 1);
     }
     let mut out = Vec::with_capacity(events.len() + tracks.len() + 1);
-    out.push(json!({"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "cuzk"}}));
+    out.push(
+        json!({"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "cuzk"}}),
+    );
     for (name, tid) in &tracks {
-        out.push(json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}));
+        out.push(
+            json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}),
+        );
         out.push(json!({"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid, "args": {"sort_index": tid}}));
     }
     for e in events {
@@ -107,10 +117,12 @@ pub fn write_chrome_trace(path: &Path, events: &[TraceEvent]) -> Result<()> {
             "args": {"job": e.job, "partition": e.partition, "detail": e.detail},
         }));
     }
-    let text = serde_json::to_vec(&json!({"traceEvents": out, "displayTimeUnit": "ms"}))
-        .map_err(|e| Error::Trace {
-            path: path.into(),
-            source: std::io::Error::other(e),
+    let text =
+        serde_json::to_vec(&json!({"traceEvents": out, "displayTimeUnit": "ms"})).map_err(|e| {
+            Error::Trace {
+                path: path.into(),
+                source: std::io::Error::other(e),
+            }
         })?;
     std::fs::write(path, text).map_err(|source| Error::Trace {
         path: path.into(),

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use cuzk_actors::mock::find_overlap;
 use cuzk_actors::work::simulated_token;
 use cuzk_actors::{
-    DeviceChoice, DeviceSelector, Engine, EngineConfig, Error, Interval, JobId, Limits,
-    MockDevice, MockDriver, Priority, SimulatedJob, SubmitOptions,
+    DeviceChoice, DeviceSelector, Engine, EngineConfig, Error, Interval, JobId, Limits, MockDevice,
+    MockDriver, Priority, SimulatedJob, SubmitOptions,
 };
 
 fn config(driver: &MockDriver) -> EngineConfig {
@@ -31,7 +31,9 @@ fn sim(partitions: usize, gpu_us: u64, vram: u64) -> SimulatedJob {
 }
 
 fn expected_proof(job: JobId, partitions: usize) -> Vec<u8> {
-    (0..partitions).flat_map(|p| simulated_token(job, p)).collect()
+    (0..partitions)
+        .flat_map(|p| simulated_token(job, p))
+        .collect()
 }
 
 /// Checks I1 and I2 on recorded intervals, and returns ok-intervals per device.
@@ -45,7 +47,11 @@ fn check_devices(intervals: &[Interval], devices: &[MockDevice]) -> BTreeMap<Str
             .iter()
             .find(|d| d.id == i.device)
             .expect("an interval on an unknown device");
-        assert!(i.vram <= d.vram, "I2 violated: {i:?} reserves more than {}", d.vram);
+        assert!(
+            i.vram <= d.vram,
+            "I2 violated: {i:?} reserves more than {}",
+            d.vram
+        );
         if i.outcome == "ok" {
             *per.entry(i.device.to_string()).or_insert(0) += 1;
         }
@@ -64,7 +70,12 @@ fn thousands_of_partitions_hold_every_invariant() {
     let engine = Engine::start(config(&driver)).unwrap();
     let t0 = Instant::now();
     let mut jobs = Vec::new();
-    let prios = [Priority::Low, Priority::Normal, Priority::High, Priority::Critical];
+    let prios = [
+        Priority::Low,
+        Priority::Normal,
+        Priority::High,
+        Priority::Critical,
+    ];
     for j in 0..600u64 {
         let parts = 1 + (j % 9) as usize;
         // some jobs need more VRAM than device 6 has: they may only run on 7 and 8
@@ -92,7 +103,10 @@ fn thousands_of_partitions_hold_every_invariant() {
     let intervals = rec.take();
     let per = check_devices(&intervals, &devs);
     let ok: usize = per.values().sum();
-    assert_eq!(ok, total, "each partition ran exactly once (no faults injected)");
+    assert_eq!(
+        ok, total,
+        "each partition ran exactly once (no faults injected)"
+    );
     assert_eq!(per.len(), 3, "every device worked: {per:?}");
     let big: BTreeSet<JobId> = jobs.iter().filter(|j| j.2 > 4 << 20).map(|j| j.0).collect();
     assert!(
@@ -146,8 +160,18 @@ fn a_waiting_higher_priority_partition_is_leased_first() {
     }
     engine.shutdown(Duration::ZERO).unwrap();
     let iv = rec.take();
-    let last_critical = iv.iter().filter(|i| i.job == critical).map(|i| i.start).max().unwrap();
-    let first_low = iv.iter().filter(|i| low.contains(&i.job)).map(|i| i.start).min().unwrap();
+    let last_critical = iv
+        .iter()
+        .filter(|i| i.job == critical)
+        .map(|i| i.start)
+        .max()
+        .unwrap();
+    let first_low = iv
+        .iter()
+        .filter(|i| low.contains(&i.job))
+        .map(|i| i.start)
+        .min()
+        .unwrap();
     assert!(
         last_critical < first_low,
         "I5: critical partitions submitted later must run before waiting low ones"
@@ -156,18 +180,32 @@ fn a_waiting_higher_priority_partition_is_leased_first() {
 
 fn run_workload(order: Vec<usize>) -> (BTreeMap<JobId, Vec<u8>>, BTreeSet<String>) {
     let devs = vec![MockDevice::new(6), MockDevice::new(7)];
-    let driver = MockDriver::new(devs.clone()).with_ordinal_order(order).unwrap();
+    let driver = MockDriver::new(devs.clone())
+        .with_ordinal_order(order)
+        .unwrap();
     let rec = driver.recorder();
     let engine = Engine::start(config(&driver)).unwrap();
     let ids: Vec<(JobId, usize)> = (0..50)
         .map(|j| {
             let n = 1 + j % 4;
-            (engine.submit_simulated(sim(n, 200, 1), SubmitOptions::default()).unwrap().job, n)
+            (
+                engine
+                    .submit_simulated(sim(n, 200, 1), SubmitOptions::default())
+                    .unwrap()
+                    .job,
+                n,
+            )
         })
         .collect();
     let mut out = BTreeMap::new();
     for (j, _) in &ids {
-        out.insert(*j, engine.wait(*j, Some(Duration::from_secs(30))).unwrap().proof);
+        out.insert(
+            *j,
+            engine
+                .wait(*j, Some(Duration::from_secs(30)))
+                .unwrap()
+                .proof,
+        );
     }
     engine.shutdown(Duration::ZERO).unwrap();
     let iv = rec.take();
@@ -179,7 +217,10 @@ fn run_workload(order: Vec<usize>) -> (BTreeMap<JobId, Vec<u8>>, BTreeSet<String
 fn results_do_not_depend_on_ordinal_order() {
     let (a, da) = run_workload(vec![0, 1]);
     let (b, db) = run_workload(vec![1, 0]);
-    assert_eq!(a, b, "I4: same jobs, same results, whatever the ordinal order");
+    assert_eq!(
+        a, b,
+        "I4: same jobs, same results, whatever the ordinal order"
+    );
     assert_eq!(da, db);
     assert_eq!(da.len(), 2);
 }
@@ -191,7 +232,9 @@ fn results_do_not_depend_on_ordinal_order() {
 #[test]
 fn seed_incident_permuted_ordinals_never_overlap_on_a_physical_device() {
     let devs = vec![MockDevice::new(6), MockDevice::new(7)];
-    let driver = MockDriver::new(devs.clone()).with_ordinal_order(vec![1, 0]).unwrap();
+    let driver = MockDriver::new(devs.clone())
+        .with_ordinal_order(vec![1, 0])
+        .unwrap();
     let rec = driver.recorder();
     let mut cfg = config(&driver);
     cfg.devices = DeviceChoice::Driver(
@@ -208,7 +251,15 @@ fn seed_incident_permuted_ordinals_never_overlap_on_a_physical_device() {
     assert_eq!(d.len(), 2);
     assert_eq!(d.iter().find(|x| x.ordinal == 0).unwrap().id, devs[1].id);
     let jobs: Vec<(JobId, usize)> = (0..40)
-        .map(|_| (engine.submit_simulated(sim(10, 300, 1 << 20), SubmitOptions::default()).unwrap().job, 10))
+        .map(|_| {
+            (
+                engine
+                    .submit_simulated(sim(10, 300, 1 << 20), SubmitOptions::default())
+                    .unwrap()
+                    .job,
+                10,
+            )
+        })
         .collect();
     for (j, n) in &jobs {
         let r = engine.wait(*j, Some(Duration::from_secs(30))).unwrap();
@@ -239,7 +290,15 @@ fn a_device_failing_every_third_partition_loses_nothing() {
     let rec = driver.recorder();
     let engine = Engine::start(config(&driver)).unwrap();
     let jobs: Vec<(JobId, usize)> = (0..60)
-        .map(|_| (engine.submit_simulated(sim(5, 200, 1), SubmitOptions::default()).unwrap().job, 5))
+        .map(|_| {
+            (
+                engine
+                    .submit_simulated(sim(5, 200, 1), SubmitOptions::default())
+                    .unwrap()
+                    .job,
+                5,
+            )
+        })
         .collect();
     for (j, n) in &jobs {
         let r = engine.wait(*j, Some(Duration::from_secs(30))).unwrap();
@@ -271,19 +330,31 @@ fn a_hung_device_has_its_lease_revoked_and_the_late_result_discarded() {
     };
     let engine = Engine::start(cfg).unwrap();
     let t0 = Instant::now();
-    let job = engine.submit_simulated(sim(6, 1000, 1), SubmitOptions::default()).unwrap().job;
+    let job = engine
+        .submit_simulated(sim(6, 1000, 1), SubmitOptions::default())
+        .unwrap()
+        .job;
     let r = engine.wait(job, Some(Duration::from_secs(10))).unwrap();
     let took = t0.elapsed();
     assert_eq!(r.proof, expected_proof(job, 6));
-    assert!(took < Duration::from_millis(2500), "the job waited for the hung device: {took:?}");
+    assert!(
+        took < Duration::from_millis(2500),
+        "the job waited for the hung device: {took:?}"
+    );
     // the hung device answers later; its result must change nothing
     std::thread::sleep(Duration::from_millis(3200).saturating_sub(t0.elapsed()));
     let st = engine.status().unwrap();
     engine.shutdown(Duration::ZERO).unwrap();
     let iv = rec.take();
     check_devices(&iv, &devs);
-    assert!(iv.iter().any(|i| i.outcome == "hang" && i.device == devs[0].id));
-    let ok_or_hang_per_partition = |p: usize| iv.iter().filter(|i| i.job == job && i.partition == p).count();
+    assert!(iv
+        .iter()
+        .any(|i| i.outcome == "hang" && i.device == devs[0].id));
+    let ok_or_hang_per_partition = |p: usize| {
+        iv.iter()
+            .filter(|i| i.job == job && i.partition == p)
+            .count()
+    };
     let reruns = (0..6).filter(|&p| ok_or_hang_per_partition(p) == 2).count();
     assert_eq!(reruns, 1, "exactly the hung partition ran twice");
     assert_eq!(st.completed, 1);
@@ -297,19 +368,43 @@ fn a_device_lost_mid_run_moves_its_work_elsewhere() {
     let rec = driver.recorder();
     let engine = Engine::start(config(&driver)).unwrap();
     let jobs: Vec<JobId> = (0..20)
-        .map(|_| engine.submit_simulated(sim(4, 300, 1), SubmitOptions::default()).unwrap().job)
+        .map(|_| {
+            engine
+                .submit_simulated(sim(4, 300, 1), SubmitOptions::default())
+                .unwrap()
+                .job
+        })
         .collect();
     for j in &jobs {
-        assert_eq!(engine.wait(*j, Some(Duration::from_secs(30))).unwrap().proof, expected_proof(*j, 4));
+        assert_eq!(
+            engine
+                .wait(*j, Some(Duration::from_secs(30)))
+                .unwrap()
+                .proof,
+            expected_proof(*j, 4)
+        );
     }
     let st = engine.status().unwrap();
     engine.shutdown(Duration::ZERO).unwrap();
     let iv = rec.take();
     check_devices(&iv, &devs);
     let d6 = st.devices.iter().find(|d| d.info.id == devs[0].id).unwrap();
-    assert!(d6.down.as_deref().unwrap_or("").contains("disappeared"), "{d6:?}");
-    assert_eq!(iv.iter().filter(|i| i.device == devs[0].id && i.outcome == "lost").count(), 1);
-    assert_eq!(iv.iter().filter(|i| i.device == devs[0].id && i.outcome == "ok").count(), 3);
+    assert!(
+        d6.down.as_deref().unwrap_or("").contains("disappeared"),
+        "{d6:?}"
+    );
+    assert_eq!(
+        iv.iter()
+            .filter(|i| i.device == devs[0].id && i.outcome == "lost")
+            .count(),
+        1
+    );
+    assert_eq!(
+        iv.iter()
+            .filter(|i| i.device == devs[0].id && i.outcome == "ok")
+            .count(),
+        3
+    );
 }
 
 #[test]
@@ -320,16 +415,30 @@ fn a_panicking_device_is_a_failure_not_a_lost_job() {
     let rec = driver.recorder();
     let engine = Engine::start(config(&driver)).unwrap();
     let jobs: Vec<JobId> = (0..10)
-        .map(|_| engine.submit_simulated(sim(3, 300, 1), SubmitOptions::default()).unwrap().job)
+        .map(|_| {
+            engine
+                .submit_simulated(sim(3, 300, 1), SubmitOptions::default())
+                .unwrap()
+                .job
+        })
         .collect();
     for j in &jobs {
-        assert_eq!(engine.wait(*j, Some(Duration::from_secs(30))).unwrap().proof, expected_proof(*j, 3));
+        assert_eq!(
+            engine
+                .wait(*j, Some(Duration::from_secs(30)))
+                .unwrap()
+                .proof,
+            expected_proof(*j, 3)
+        );
     }
     engine.shutdown(Duration::ZERO).unwrap();
     let iv = rec.take();
     assert_eq!(iv.iter().filter(|i| i.outcome == "panic").count(), 1);
     assert!(
-        iv.iter().filter(|i| i.device == devs[0].id && i.outcome == "ok").count() > 2,
+        iv.iter()
+            .filter(|i| i.device == devs[0].id && i.outcome == "ok")
+            .count()
+            > 2,
         "the device keeps working after the panic"
     );
 }
@@ -349,14 +458,23 @@ fn a_panic_in_synthesis_fails_its_job_clearly_and_nothing_else() {
         )
         .unwrap()
         .job;
-    let good = engine.submit_simulated(sim(4, 100, 1), SubmitOptions::default()).unwrap().job;
+    let good = engine
+        .submit_simulated(sim(4, 100, 1), SubmitOptions::default())
+        .unwrap()
+        .job;
     match engine.wait(bad, Some(Duration::from_secs(10))) {
         Err(Error::JobFailed { reason, .. }) => {
             assert!(reason.contains("synthesis panicked"), "{reason}")
         }
         other => panic!("expected a failure, got {other:?}"),
     }
-    assert_eq!(engine.wait(good, Some(Duration::from_secs(10))).unwrap().proof, expected_proof(good, 4));
+    assert_eq!(
+        engine
+            .wait(good, Some(Duration::from_secs(10)))
+            .unwrap()
+            .proof,
+        expected_proof(good, 4)
+    );
     let st = engine.status().unwrap();
     assert_eq!((st.completed, st.failed), (1, 1));
     engine.shutdown(Duration::ZERO).unwrap();
@@ -368,7 +486,10 @@ fn a_job_cancelled_mid_flight_ends_cancelled_and_the_device_moves_on() {
     let driver = MockDriver::new(devs.clone());
     let rec = driver.recorder();
     let engine = Engine::start(config(&driver)).unwrap();
-    let job = engine.submit_simulated(sim(20, 30_000, 1), SubmitOptions::default()).unwrap().job;
+    let job = engine
+        .submit_simulated(sim(20, 30_000, 1), SubmitOptions::default())
+        .unwrap()
+        .job;
     std::thread::sleep(Duration::from_millis(100));
     assert!(engine.cancel(job).unwrap(), "it was running");
     let t = Instant::now();
@@ -378,12 +499,27 @@ fn a_job_cancelled_mid_flight_ends_cancelled_and_the_device_moves_on() {
     }
     assert!(!engine.cancel(job).unwrap(), "already ended");
     assert!(matches!(engine.cancel(987_654), Err(Error::UnknownJob(_))));
-    let next = engine.submit_simulated(sim(2, 100, 1), SubmitOptions::default()).unwrap().job;
-    assert_eq!(engine.wait(next, Some(Duration::from_secs(5))).unwrap().proof, expected_proof(next, 2));
-    assert!(t.elapsed() < Duration::from_secs(3), "cancellation answered promptly");
+    let next = engine
+        .submit_simulated(sim(2, 100, 1), SubmitOptions::default())
+        .unwrap()
+        .job;
+    assert_eq!(
+        engine
+            .wait(next, Some(Duration::from_secs(5)))
+            .unwrap()
+            .proof,
+        expected_proof(next, 2)
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "cancellation answered promptly"
+    );
     engine.shutdown(Duration::ZERO).unwrap();
     let ran = rec.take().iter().filter(|i| i.job == job).count();
-    assert!((2..=6).contains(&ran), "only the partitions before the cancel ran: {ran}");
+    assert!(
+        (2..=6).contains(&ran),
+        "only the partitions before the cancel ran: {ran}"
+    );
 }
 
 #[test]
@@ -412,9 +548,18 @@ fn a_burst_of_ten_thousand_submissions_pushes_back_and_loses_nothing() {
     }
     assert!(refused > 0, "submit pushed back");
     for j in &accepted {
-        assert_eq!(engine.wait(*j, Some(Duration::from_secs(60))).unwrap().proof, expected_proof(*j, 1));
+        assert_eq!(
+            engine
+                .wait(*j, Some(Duration::from_secs(60)))
+                .unwrap()
+                .proof,
+            expected_proof(*j, 1)
+        );
     }
-    assert!(max_host <= 64 << 20, "host memory stayed within budget: {max_host}");
+    assert!(
+        max_host <= 64 << 20,
+        "host memory stayed within budget: {max_host}"
+    );
     let st = engine.status().unwrap();
     assert_eq!(st.completed as usize, accepted.len());
     assert_eq!(st.jobs_running, 0);
@@ -428,7 +573,10 @@ fn host_memory_budget_holds_back_synthesis() {
     let mut cfg = config(&driver);
     cfg.host_memory_budget = 3 << 20;
     let engine = Engine::start(cfg).unwrap();
-    let job = engine.submit_simulated(sim(30, 5_000, 1), SubmitOptions::default()).unwrap().job;
+    let job = engine
+        .submit_simulated(sim(30, 5_000, 1), SubmitOptions::default())
+        .unwrap()
+        .job;
     let mut max = 0;
     while engine.progress(job).is_some() {
         let st = engine.status().unwrap();
@@ -449,7 +597,9 @@ fn timeouts_idempotency_and_late_waiters() {
         request_id: Some("req-1".into()),
         ..Default::default()
     };
-    let a = engine.submit_simulated(sim(3, 100_000, 1), opts.clone()).unwrap();
+    let a = engine
+        .submit_simulated(sim(3, 100_000, 1), opts.clone())
+        .unwrap();
     let b = engine.submit_simulated(sim(3, 100_000, 1), opts).unwrap();
     assert_eq!(a.job, b.job);
     assert!(!a.existing && b.existing);
@@ -461,8 +611,14 @@ fn timeouts_idempotency_and_late_waiters() {
     let r = engine.wait(a.job, None).unwrap();
     assert_eq!(r.proof, expected_proof(a.job, 3));
     // a late waiter gets the kept result
-    assert_eq!(engine.wait(a.job, Some(Duration::ZERO)).unwrap().proof, r.proof);
-    assert!(matches!(engine.wait(424_242, None), Err(Error::UnknownJob(_))));
+    assert_eq!(
+        engine.wait(a.job, Some(Duration::ZERO)).unwrap().proof,
+        r.proof
+    );
+    assert!(matches!(
+        engine.wait(424_242, None),
+        Err(Error::UnknownJob(_))
+    ));
     // a job that cannot finish in its own timeout fails with a clear reason
     let slow = engine
         .submit_simulated(
@@ -485,8 +641,14 @@ fn timeouts_idempotency_and_late_waiters() {
 fn shutdown_answers_every_waiter_and_refuses_new_work() {
     let driver = MockDriver::new(vec![MockDevice::new(6)]);
     let engine = Engine::start(config(&driver)).unwrap();
-    let quick = engine.submit_simulated(sim(1, 1000, 1), SubmitOptions::default()).unwrap().job;
-    let long = engine.submit_simulated(sim(50, 50_000, 1), SubmitOptions::default()).unwrap().job;
+    let quick = engine
+        .submit_simulated(sim(1, 1000, 1), SubmitOptions::default())
+        .unwrap()
+        .job;
+    let long = engine
+        .submit_simulated(sim(50, 50_000, 1), SubmitOptions::default())
+        .unwrap()
+        .job;
     let waiters: Vec<_> = (0..3)
         .map(|_| {
             let e = engine.clone();
@@ -497,7 +659,9 @@ fn shutdown_answers_every_waiter_and_refuses_new_work() {
     engine.shutdown(Duration::from_millis(100)).unwrap();
     for w in waiters {
         match w.join().unwrap() {
-            Err(Error::Cancelled { reason: Some(r), .. }) => assert!(r.contains("shut down"), "{r}"),
+            Err(Error::Cancelled {
+                reason: Some(r), ..
+            }) => assert!(r.contains("shut down"), "{r}"),
             other => panic!("expected cancelled by shutdown, got {other:?}"),
         }
     }
@@ -519,7 +683,12 @@ fn a_trace_file_has_one_track_per_device() {
     cfg.trace_file = Some(path.clone());
     let engine = Engine::start(cfg).unwrap();
     let jobs: Vec<JobId> = (0..10)
-        .map(|_| engine.submit_simulated(sim(4, 2000, 1), SubmitOptions::default()).unwrap().job)
+        .map(|_| {
+            engine
+                .submit_simulated(sim(4, 2000, 1), SubmitOptions::default())
+                .unwrap()
+                .job
+        })
         .collect();
     for j in jobs {
         engine.wait(j, None).unwrap();
@@ -532,7 +701,10 @@ fn a_trace_file_has_one_track_per_device() {
         .filter(|e| e["name"] == "thread_name")
         .map(|e| e["args"]["name"].as_str().unwrap())
         .collect();
-    assert!(tracks.contains("gpu 0000:00:06") && tracks.contains("gpu 0000:00:07"), "{tracks:?}");
+    assert!(
+        tracks.contains("gpu 0000:00:06") && tracks.contains("gpu 0000:00:07"),
+        "{tracks:?}"
+    );
     let proves = ev.iter().filter(|e| e["cat"] == "prove").count();
     assert_eq!(proves, 40);
 }
@@ -551,10 +723,15 @@ fn works_from_inside_a_tokio_program() {
         for _ in 0..8 {
             let e = engine.clone();
             handles.push(tokio::spawn(async move {
-                let s = e.submit_simulated(sim(3, 500, 1), SubmitOptions::default()).unwrap();
+                let s = e
+                    .submit_simulated(sim(3, 500, 1), SubmitOptions::default())
+                    .unwrap();
                 let st = e.status_async().await.unwrap();
                 assert_eq!(st.devices.len(), 2);
-                (s.job, e.wait_async(s.job, Some(Duration::from_secs(10))).await)
+                (
+                    s.job,
+                    e.wait_async(s.job, Some(Duration::from_secs(10))).await,
+                )
             }));
         }
         let mut out = Vec::new();
@@ -575,11 +752,17 @@ fn a_device_that_fails_to_open_is_reported_and_the_others_work() {
     devs[1].fail_open = true;
     let driver = MockDriver::new(devs.clone());
     let engine = Engine::start(config(&driver)).unwrap();
-    let job = engine.submit_simulated(sim(3, 100, 1), SubmitOptions::default()).unwrap().job;
+    let job = engine
+        .submit_simulated(sim(3, 100, 1), SubmitOptions::default())
+        .unwrap()
+        .job;
     engine.wait(job, Some(Duration::from_secs(10))).unwrap();
     let st = engine.status().unwrap();
     let d7 = st.devices.iter().find(|d| d.info.id == devs[1].id).unwrap();
-    assert!(d7.down.as_deref().unwrap_or("").contains("fail at open"), "{d7:?}");
+    assert!(
+        d7.down.as_deref().unwrap_or("").contains("fail at open"),
+        "{d7:?}"
+    );
     engine.shutdown(Duration::ZERO).unwrap();
 
     // with every device failing to open, submissions fail clearly instead of waiting forever

@@ -33,12 +33,14 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("CUZK_DEVICES", "devices.gpus"),
     ("CUZK_BACKEND", "devices.backend"),
     ("CUZK_HOST_MEMORY_BUDGET", "memory.host_budget"),
-    ("CUZK_VRAM_BUDGET", "memory.vram_budget"),
     ("CUZK_PARAMS_DIR", "params.dir"),
     ("CUZK_PCE_CACHE", "params.pce_dir"),
     ("CUZK_PRELOAD", "params.preload"),
     ("CUZK_MAX_MESSAGE_BYTES", "limits.max_message_bytes"),
-    ("CUZK_MAX_PENDING_JOBS", "limits.max_pending_jobs"),
+    (
+        "CUZK_MAX_OUTSTANDING_PARTITIONS",
+        "limits.max_outstanding_partitions",
+    ),
     ("CUZK_JOB_TIMEOUT_SECS", "limits.job_timeout_secs"),
 ];
 
@@ -138,12 +140,9 @@ pub enum Backend {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemorySection {
-    /// Host memory for parameters and synthesised partitions, bytes (`"64GiB"` accepted);
-    /// 0 = three quarters of the machine's memory.
+    /// Host memory synthesised partitions may hold before synthesis waits (back-pressure),
+    /// bytes (`"64GiB"` accepted); 0 = three quarters of the machine's memory.
     pub host_budget: ByteSize,
-    /// Device memory per GPU that leases may reserve, bytes; 0 = the device's free memory at
-    /// start less a safety margin.
-    pub vram_budget: ByteSize,
 }
 
 /// `[params]`: where parameters and recorded circuits live.
@@ -242,14 +241,15 @@ pub struct LimitsSection {
     pub max_message_bytes: ByteSize,
     /// Largest vanilla proof list (PoSt sectors or SnapDeals partitions) in one request.
     pub max_vanilla_proofs: usize,
-    /// Jobs waiting or running at most; beyond, SubmitProof answers RESOURCE_EXHAUSTED.
-    pub max_pending_jobs: usize,
+    /// Unfinished partitions (of all jobs) at most; beyond, SubmitProof answers
+    /// RESOURCE_EXHAUSTED.
+    pub max_outstanding_partitions: usize,
     /// A job running longer than this fails with cause `timeout`; 0 = no limit.
     pub job_timeout_secs: u64,
     /// Attempts per partition before its job fails.
     pub max_attempts: u32,
-    /// Finished jobs stay awaitable (and request ids remembered) this long, seconds.
-    pub result_retention_secs: u64,
+    /// Finished jobs whose results stay awaitable (the oldest are forgotten first).
+    pub retained_results: usize,
     /// Verify every proof before returning it (turning this off is for benchmarks only).
     pub verify_proofs: bool,
 }
@@ -259,10 +259,10 @@ impl Default for LimitsSection {
         LimitsSection {
             max_message_bytes: ByteSize(256 << 20),
             max_vanilla_proofs: 20_000,
-            max_pending_jobs: 1_000,
+            max_outstanding_partitions: 10_000,
             job_timeout_secs: 0,
             max_attempts: 3,
-            result_retention_secs: 3_600,
+            retained_results: 4_096,
             verify_proofs: true,
         }
     }
@@ -393,11 +393,12 @@ impl DaemonConfig {
         if l.max_message_bytes.0 > (u32::MAX as u64) {
             return Err("limits.max_message_bytes must be below 4 GiB".into());
         }
-        if l.max_vanilla_proofs == 0 || l.max_pending_jobs == 0 || l.max_attempts == 0 {
-            return Err(
-                "limits.max_vanilla_proofs, max_pending_jobs and max_attempts must be at least 1"
-                    .into(),
-            );
+        if l.max_vanilla_proofs == 0
+            || l.max_outstanding_partitions == 0
+            || l.max_attempts == 0
+            || l.retained_results == 0
+        {
+            return Err("limits.max_vanilla_proofs, max_outstanding_partitions, max_attempts and retained_results must be at least 1".into());
         }
         for c in &self.params.preload {
             parse_circuit_id(c).map_err(|e| format!("params.preload: {e}"))?;
@@ -554,9 +555,9 @@ mod tests {
                 .to_string();
             assert!(e.contains(want) && e.contains("f.toml"), "{text}: {e}");
         }
-        let env = |k: &str| (k == "CUZK_MAX_PENDING_JOBS").then(|| "many".to_string());
+        let env = |k: &str| (k == "CUZK_MAX_OUTSTANDING_PARTITIONS").then(|| "many".to_string());
         let e = DaemonConfig::parse("", "f", env).unwrap_err().to_string();
-        assert!(e.contains("CUZK_MAX_PENDING_JOBS"), "{e}");
+        assert!(e.contains("max_outstanding_partitions"), "{e}");
     }
 
     #[test]

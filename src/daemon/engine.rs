@@ -1,25 +1,26 @@
 //! The daemon's handle on the proving engine: the one seam between the gRPC service and
-//! the runtime that proves.
+//! the runtime that proves ([`cuzk_actors::Engine`]).
 //!
 //! The service speaks only to [`DaemonEngine`], in the daemon's own types ([`Submitted`],
-//! [`JobEnd`], [`Snapshot`], ...), so the runtime underneath can change without touching
-//! the service.
-//!
-//! Until the actor runtime's `Engine` (crate `cuzk-actors`) lands, this module runs jobs
-//! itself: one prover thread takes jobs in priority order (first come first served within a
-//! priority) and proves them with the engine's CPU pipeline, which is multi-threaded inside.
-//! A running job cannot be interrupted there, so cancelling it answers its waiters at once
-//! and discards the result when the prover thread finishes.
+//! [`JobEnd`], [`Snapshot`], ...). What the daemon adds on top of the engine lives here:
+//! - job ids on the wire carry a per-start prefix (`<boot>-<n>`), so a job id from before a
+//!   restart is `NOT_FOUND`, never some other job;
+//! - a `request_id` reused for a *different* request is refused (the engine alone would
+//!   return the first job);
+//! - a parameter identifier is named by its wire circuit id (`wpost-32g`) in status.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use cuzk_actors::Priority;
-use tokio::sync::watch;
+use cuzk_actors::{
+    DeviceChoice, DeviceSelector, Engine, EngineConfig, EngineStatus, JobResult, Limits, Priority,
+    ReportOutcome, SubmitOptions, WorkKind,
+};
 
-use crate::{CpuBackend, ProofKind, ProofRequest, ProveOptions, RegisteredProof, SrsStore};
+use super::config::{Backend, DaemonConfig};
+use super::error::{DaemonError, Result};
+use crate::{ProofKind, ProofRequest, ProveOptions, RegisteredProof};
 
 /// Why a submission was refused.
 #[derive(Debug, thiserror::Error)]
@@ -28,11 +29,14 @@ pub enum SubmitError {
     #[error("{0}")]
     Invalid(String),
     /// Too much work is queued.
-    #[error("too busy: {0} jobs waiting or running; submit again later")]
-    Backpressure(usize),
+    #[error("{0}")]
+    Backpressure(String),
     /// The daemon is shutting down.
     #[error("the daemon is shutting down and accepts no new work")]
     ShuttingDown,
+    /// The engine failed.
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// An accepted submission.
@@ -42,40 +46,44 @@ pub struct Submitted {
     pub job: String,
     /// True when the request id named a job already submitted.
     pub existing: bool,
-    /// Jobs ahead of this one.
+    /// Partitions of other jobs ahead of this one.
     pub queue_position: usize,
 }
 
-/// Measured durations of a finished job.
+/// Measured durations of a job.
 #[derive(Clone, Debug, Default)]
 pub struct PhaseTimes {
-    /// Waiting in the queue.
+    /// From submission until its first partition reached a device.
     pub queue_wait: Duration,
-    /// Building circuits from the vanilla proofs.
-    pub plan: Duration,
     /// Loading parameters (zero when they were loaded).
     pub srs_load: Duration,
-    /// Synthesis (witness and a/b/c evaluations), summed over partitions.
+    /// Synthesis, summed over partitions.
     pub synthesis: Duration,
-    /// NTT and MSMs on the device, summed over partitions.
-    pub prove: Duration,
-    /// Verification, summed over partitions.
-    pub verify: Duration,
+    /// Device time (NTT, MSMs, verification), summed over partitions.
+    pub gpu_compute: Duration,
     /// Submission to end.
     pub total: Duration,
 }
 
 impl PhaseTimes {
     /// `(phase name, duration)` pairs, as metrics and the wire name them.
-    pub fn phases(&self) -> [(&'static str, Duration); 6] {
+    pub fn phases(&self) -> [(&'static str, Duration); 4] {
         [
             ("queue_wait", self.queue_wait),
-            ("plan", self.plan),
             ("srs_load", self.srs_load),
             ("synthesis", self.synthesis),
-            ("prove", self.prove),
-            ("verify", self.verify),
+            ("gpu_compute", self.gpu_compute),
         ]
+    }
+
+    fn from_engine(t: &cuzk_actors::JobTimings) -> Self {
+        PhaseTimes {
+            queue_wait: t.queue_wait,
+            srs_load: t.srs_load,
+            synthesis: t.synthesis,
+            gpu_compute: t.gpu_compute,
+            total: t.total,
+        }
     }
 }
 
@@ -90,7 +98,7 @@ pub struct Done {
     pub verified: bool,
     /// Durations.
     pub timings: PhaseTimes,
-    /// Devices the partitions ran on.
+    /// Devices the partitions ran on (PCI id, or `cpu`).
     pub devices: Vec<String>,
 }
 
@@ -105,12 +113,10 @@ pub enum JobEnd {
         message: String,
         /// The failure class.
         cause: &'static str,
-        /// Durations up to the failure.
-        timings: PhaseTimes,
     },
     /// Cancelled by a caller or by shutdown.
     Cancelled {
-        /// Who cancelled.
+        /// Who cancelled, or why.
         message: String,
     },
 }
@@ -122,8 +128,10 @@ pub enum WaitOutcome {
     Ended(JobEnd),
     /// The timeout passed first; the job goes on.
     Timeout,
-    /// No such job (never submitted, or forgotten after the retention time).
+    /// No such job (never submitted here, or its result is no longer kept).
     Unknown,
+    /// The engine has stopped.
+    Stopped,
 }
 
 /// What a cancellation did.
@@ -133,11 +141,22 @@ pub enum CancelOutcome {
     Unknown,
     /// The job had already ended.
     AlreadyEnded,
-    /// Cancelled; `was_running` tells whether it had started.
+    /// Cancelled; `was_running` tells whether a partition of it was on a device.
     Cancelled {
-        /// The job was running (its result will be discarded).
+        /// A partition was on a device (its result will be discarded).
         was_running: bool,
     },
+}
+
+/// How a finished job ended, as metrics count it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Proved.
+    Completed,
+    /// Failed, with its cause class.
+    Failed(&'static str),
+    /// Cancelled.
+    Cancelled,
 }
 
 /// One finished job, as metrics see it.
@@ -146,7 +165,9 @@ pub struct JobReport {
     /// Proof kind.
     pub kind: ProofKind,
     /// How it ended.
-    pub end: JobEnd,
+    pub ending: Ending,
+    /// Durations.
+    pub timings: PhaseTimes,
 }
 
 /// A device as status shows it.
@@ -160,15 +181,15 @@ pub struct DeviceView {
     pub pci: String,
     /// UUID (`""` for the CPU).
     pub uuid: String,
-    /// Memory in bytes (device memory; 0 for the CPU).
+    /// Device memory in bytes (0 for the CPU).
     pub vram_total: u64,
-    /// Free memory in bytes.
+    /// Device memory leases may still reserve, in bytes (0 for the CPU).
     pub vram_free: u64,
     /// Memory reserved by active leases in bytes.
     pub vram_leased: u64,
     /// The job running now, and its kind.
     pub current: Option<(String, ProofKind)>,
-    /// The device receives no work after repeated failures.
+    /// The device receives no work after repeated failures (or is down).
     pub quarantined: bool,
     /// Time spent running work since start.
     pub busy: Duration,
@@ -177,25 +198,29 @@ pub struct DeviceView {
 /// Loaded parameters as status shows them.
 #[derive(Clone, Debug)]
 pub struct SrsView {
-    /// The circuit.
-    pub proof: RegisteredProof,
+    /// The circuit (`None` when the identifier is not one this daemon has seen).
+    pub proof: Option<RegisteredProof>,
     /// Parameter identifier.
     pub identifier: String,
-    /// Bytes.
+    /// Host memory, bytes.
     pub size_bytes: u64,
     /// Jobs using it now.
     pub users: u32,
 }
 
-/// One kind's queue.
+/// One kind's queue. Curio compares `pending + in_progress` (jobs) with its own limit.
 #[derive(Clone, Debug)]
 pub struct QueueView {
     /// Kind.
     pub kind: ProofKind,
-    /// Jobs waiting.
+    /// Jobs none of whose partitions is on a device.
     pub pending: u32,
-    /// Jobs running.
+    /// Jobs with a partition on a device.
     pub in_progress: u32,
+    /// Partitions not yet on a device.
+    pub pending_partitions: u32,
+    /// Partitions on a device.
+    pub in_progress_partitions: u32,
 }
 
 /// A status snapshot.
@@ -217,566 +242,486 @@ pub struct Snapshot {
     pub uptime: Duration,
     /// No new work is accepted.
     pub shutting_down: bool,
+    /// Host memory held by synthesised partitions, bytes.
+    pub host_memory_used: u64,
+    /// Its budget, bytes.
+    pub host_memory_budget: u64,
 }
 
-/// What the engine is started with.
-#[derive(Clone)]
-pub struct EngineSettings {
-    /// Parameter directory.
-    pub params_dir: std::path::PathBuf,
-    /// PCE cache directory.
-    pub pce_dir: Option<std::path::PathBuf>,
-    /// Jobs waiting or running at most.
-    pub max_jobs: usize,
-    /// Finished jobs stay awaitable this long.
-    pub retention: Duration,
-    /// Verify proofs before returning them.
-    pub verify: bool,
-    /// A job running longer fails (checked when it ends: the CPU pipeline cannot be
-    /// interrupted).
-    pub job_timeout: Option<Duration>,
-    /// Called once per finished job.
-    pub on_job_done: Arc<dyn Fn(&JobReport) + Send + Sync>,
+/// Classifies an engine failure message for metrics and the wire's `failure_cause`.
+///
+/// The engine reports a failed job as a message; its wording is the only signal.
+pub fn failure_cause(message: &str) -> &'static str {
+    let m = message.to_ascii_lowercase();
+    if m.contains("timeout") || m.contains("timed out") {
+        "timeout"
+    } else if m.contains("does not verify") {
+        "verification"
+    } else if m.contains("parameter file") {
+        "params"
+    } else if m.contains("synthesis failed") {
+        "synthesis"
+    } else if m.contains("invalid request")
+        || m.contains("cannot decode")
+        || m.contains("malformed")
+    {
+        "invalid-input"
+    } else if m.contains("device") || (m.contains("failed") && m.contains("times")) {
+        "device"
+    } else if m.contains("shut") {
+        "shutdown"
+    } else {
+        "other"
+    }
 }
 
-enum Phase {
-    Pending(Box<ProofRequest>),
-    Running,
-    Ended,
-}
-
-struct Job {
-    kind: ProofKind,
-    identifier: String,
-    priority: Priority,
-    seq: u64,
-    submitted: Instant,
-    phase: Phase,
-    end: watch::Sender<Option<JobEnd>>,
-    ended_at: Option<Instant>,
-    request_key: Option<(String, [u8; 32])>,
-}
-
+/// Which circuits status can name: identifier -> registered proof, filled lazily from the
+/// registered proofs seen in requests and preloads.
 #[derive(Default)]
-struct State {
-    jobs: HashMap<u64, Job>,
-    queue: BTreeSet<(Reverse<Priority>, u64, u64)>,
-    running: Option<u64>,
-    by_request: HashMap<String, (u64, [u8; 32])>,
-    next_id: u64,
-    seq: u64,
-    accepting: bool,
-    stopped: bool,
-    completed: u64,
-    failed: u64,
-    cancelled: u64,
-    busy: Duration,
-    /// Parameter identifiers seen, and a registered proof that uses each (for status).
-    circuits: HashMap<String, RegisteredProof>,
+struct Circuits {
+    seen: HashSet<(ProofKind, crate::SectorSize)>,
+    resolved: HashSet<(ProofKind, crate::SectorSize)>,
+    names: HashMap<String, RegisteredProof>,
 }
 
-struct Shared {
-    settings: EngineSettings,
-    store: SrsStore,
-    state: Mutex<State>,
-    wake: Condvar,
-    started: Instant,
+struct Keys {
+    /// request_id -> (wire job id, digest of the request).
+    by_request: HashMap<String, (String, [u8; 32])>,
+    circuits: Circuits,
 }
 
 /// The daemon's engine handle. Cheap to clone.
 #[derive(Clone)]
 pub struct DaemonEngine {
-    shared: Arc<Shared>,
+    engine: Engine,
+    boot: Arc<str>,
+    keys: Arc<Mutex<Keys>>,
+    retained: usize,
 }
 
-/// The wire form of a job id.
-fn job_name(id: u64) -> String {
-    format!("job-{id}")
+/// Three quarters of the machine's memory (from /proc/meminfo), else 16 GiB.
+fn default_host_budget() -> u64 {
+    let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+    });
+    total_kib.map(|k| k * 1024 / 4 * 3).unwrap_or(16 << 30)
 }
 
-fn parse_job(name: &str) -> Option<u64> {
-    name.strip_prefix("job-")?.parse().ok()
+/// The engine configuration a daemon configuration asks for.
+pub fn engine_config(
+    config: &DaemonConfig,
+    on_done: Arc<dyn Fn(&JobReport) + Send + Sync>,
+) -> Result<EngineConfig> {
+    let selectors = config
+        .devices
+        .gpus
+        .iter()
+        .map(|g| g.parse::<DeviceSelector>())
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| DaemonError::Config {
+            source_name: "devices.gpus".into(),
+            reason: e.to_string(),
+        })?;
+    let devices = match (config.devices.backend, selectors.is_empty()) {
+        (Backend::Cpu, _) => DeviceChoice::Cpu,
+        (Backend::Auto, true) => DeviceChoice::Auto,
+        (Backend::Auto | Backend::Gpu, _) => DeviceChoice::Gpus(selectors),
+    };
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let l = &config.limits;
+    let mut ec = EngineConfig::new(config.params.dir());
+    ec.pce_dir = Some(config.params.pce_dir());
+    ec.devices = devices;
+    ec.synthesis_workers = match config.devices.synthesis_workers {
+        0 => (cores / 2).max(1),
+        n => n,
+    };
+    ec.host_memory_budget = match config.memory.host_budget.0 {
+        0 => default_host_budget(),
+        n => n,
+    };
+    ec.limits = Limits {
+        max_attempts: l.max_attempts,
+        max_waiting_partitions: l.max_outstanding_partitions,
+        ..Limits::default()
+    };
+    ec.max_outstanding_partitions = l.max_outstanding_partitions;
+    ec.job_timeout = l.job_timeout();
+    ec.prove = ProveOptions {
+        verify: l.verify_proofs,
+        ..ProveOptions::default()
+    };
+    ec.priorities = ProofKind::ALL
+        .iter()
+        .map(|k| (*k, config.priorities.of(*k)))
+        .collect();
+    ec.retain_results = l.retained_results;
+    ec.on_job_done = Some(Arc::new(move |r: &cuzk_actors::JobReport| {
+        let WorkKind::Proof(kind) = r.kind else {
+            return;
+        };
+        let ending = match &r.outcome {
+            ReportOutcome::Completed => Ending::Completed,
+            ReportOutcome::Failed(m) => Ending::Failed(failure_cause(m)),
+            ReportOutcome::Cancelled(_) => Ending::Cancelled,
+        };
+        on_done(&JobReport {
+            kind,
+            ending,
+            timings: PhaseTimes::from_engine(&r.timings),
+        });
+    }));
+    Ok(ec)
 }
 
-/// Classifies an engine error for metrics and the wire's `failure_cause`.
-pub fn failure_cause(e: &crate::Error) -> &'static str {
-    use crate::Error as E;
-    match e {
-        E::InvalidRequest(_) | E::Decode { .. } => "invalid-input",
-        E::ParamsMissing { .. } | E::ParamsInvalid { .. } => "params",
-        E::Synthesis { .. } => "synthesis",
-        E::Prover { .. } => "device",
-        E::VerificationFailed { .. } => "verification",
-        E::Filecoin(_) => "filecoin",
-        E::Io { .. } => "io",
+fn device_name(id: &cuzk_actors::DeviceId) -> String {
+    if id.is_cpu() {
+        "cpu".into()
+    } else {
+        id.pci.to_string()
     }
+}
+
+fn boot_prefix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let seed = format!("{nanos}-{}", std::process::id());
+    blake3::hash(seed.as_bytes()).to_hex()[..8].to_string()
 }
 
 impl DaemonEngine {
-    /// Starts the engine and its prover thread.
-    pub fn start(settings: EngineSettings) -> super::error::Result<Self> {
-        let store =
-            SrsStore::new(settings.params_dir.clone()).with_pce_dir(settings.pce_dir.clone());
-        let shared = Arc::new(Shared {
-            settings,
-            store,
-            state: Mutex::new(State {
-                accepting: true,
-                ..State::default()
-            }),
-            wake: Condvar::new(),
-            started: Instant::now(),
-        });
-        let worker = shared.clone();
-        std::thread::Builder::new()
-            .name("cuzk-prover".into())
-            .spawn(move || prover_loop(&worker))
-            .map_err(|e| {
-                super::error::DaemonError::Engine(format!("cannot start the prover thread: {e}"))
-            })?;
-        Ok(DaemonEngine { shared })
+    /// Starts the engine (devices, scheduler, synthesis pool).
+    pub fn start(config: EngineConfig) -> Result<Self> {
+        let retained = config.retain_results;
+        let engine = Engine::start(config).map_err(|e| DaemonError::Engine(e.to_string()))?;
+        for d in engine.devices() {
+            tracing::info!(device = %device_name(&d.id), name = %d.name, ordinal = d.ordinal, "proving on");
+        }
+        Ok(DaemonEngine {
+            engine,
+            boot: boot_prefix().into(),
+            keys: Arc::new(Mutex::new(Keys {
+                by_request: HashMap::new(),
+                circuits: Circuits::default(),
+            })),
+            retained,
+        })
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
-        lock(&self.shared.state)
+    fn keys(&self) -> MutexGuard<'_, Keys> {
+        // Updates are single map operations: a panic elsewhere leaves them consistent.
+        self.keys.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Validates `request` (builds its circuits: may take a second for a large PoRep, so call
-    /// it off the async runtime) and queues it. With a `request_id` already used for the
-    /// same request (`digest`), the existing job is returned; for a different request, an
-    /// error.
+    fn job_name(&self, id: u64) -> String {
+        format!("{}-{id}", self.boot)
+    }
+
+    fn parse_job(&self, name: &str) -> Option<u64> {
+        let (boot, n) = name.rsplit_once('-')?;
+        (boot == &*self.boot).then(|| n.parse().ok()).flatten()
+    }
+
+    /// Validates `request` (the engine builds its circuits on this thread: it may take a
+    /// second for a large PoRep, so call it off the async runtime) and queues it. A
+    /// `request_id` already used for the same request (same `digest`) returns the existing
+    /// job; for a different request, an error.
     pub fn submit(
         &self,
         request: ProofRequest,
         priority: Priority,
-        request_id: Option<(String, [u8; 32])>,
-    ) -> Result<Submitted, SubmitError> {
-        if let Some(found) = self.existing(&request_id)? {
-            return Ok(found);
-        }
-        {
-            let st = self.state();
-            if !st.accepting {
-                return Err(SubmitError::ShuttingDown);
+        request_key: Option<(String, [u8; 32])>,
+    ) -> std::result::Result<Submitted, SubmitError> {
+        if let Some((rid, digest)) = &request_key {
+            if let Some((job, known)) = self.keys().by_request.get(rid) {
+                if known != digest {
+                    return Err(SubmitError::Invalid(format!(
+                        "request_id {rid:?} was already used for a different request (job {job}); use a new request_id"
+                    )));
+                }
             }
         }
-        let plan =
-            crate::circuits::plan(&request).map_err(|e| SubmitError::Invalid(e.to_string()))?;
-        let identifier = plan.params_identifier.clone();
-        drop(plan);
-        let mut st = self.state();
-        // Checked again: another call with the same id may have won while we planned.
-        if let Some(found) = existing_locked(&st, &request_id)? {
-            return Ok(found);
+        self.keys()
+            .circuits
+            .seen
+            .insert((request.proof.kind, request.proof.sector_size));
+        let opts = SubmitOptions {
+            priority: Some(priority),
+            request_id: request_key.as_ref().map(|(r, _)| r.clone()),
+            timeout: None,
+        };
+        let s = self.engine.submit(&request, opts).map_err(|e| match e {
+            cuzk_actors::Error::Engine(inner) => SubmitError::Invalid(strip(inner.to_string())),
+            cuzk_actors::Error::Rejected(m) => SubmitError::Invalid(m),
+            cuzk_actors::Error::Backpressure(_) => SubmitError::Backpressure(e.to_string()),
+            cuzk_actors::Error::ShuttingDown | cuzk_actors::Error::Stopped => {
+                SubmitError::ShuttingDown
+            }
+            other => SubmitError::Internal(other.to_string()),
+        })?;
+        let job = self.job_name(s.job);
+        if let Some((rid, digest)) = request_key {
+            let mut k = self.keys();
+            // Bounded like the engine's own memory of finished jobs.
+            if k.by_request.len() >= self.retained.max(1) * 2 {
+                k.by_request.clear();
+            }
+            k.by_request.entry(rid).or_insert((job.clone(), digest));
         }
-        if !st.accepting {
-            return Err(SubmitError::ShuttingDown);
-        }
-        self.prune(&mut st);
-        let live = st.queue.len() + usize::from(st.running.is_some());
-        if live >= self.shared.settings.max_jobs {
-            return Err(SubmitError::Backpressure(live));
-        }
-        st.next_id += 1;
-        st.seq += 1;
-        let (id, seq) = (st.next_id, st.seq);
-        let queue_position = st.queue.iter().filter(|(p, _, _)| p.0 >= priority).count()
-            + usize::from(st.running.is_some());
-        let (tx, _) = watch::channel(None);
-        if let Some((rid, digest)) = &request_id {
-            st.by_request.insert(rid.clone(), (id, *digest));
-        }
-        st.circuits.insert(identifier.clone(), request.proof);
-        st.jobs.insert(
-            id,
-            Job {
-                kind: request.proof.kind,
-                identifier,
-                priority,
-                seq,
-                submitted: Instant::now(),
-                phase: Phase::Pending(Box::new(request)),
-                end: tx,
-                ended_at: None,
-                request_key: request_id,
-            },
-        );
-        st.queue.insert((Reverse(priority), seq, id));
-        drop(st);
-        self.shared.wake.notify_all();
         Ok(Submitted {
-            job: job_name(id),
-            existing: false,
-            queue_position,
+            job,
+            existing: s.existing,
+            queue_position: s.queue_position,
         })
-    }
-
-    fn existing(
-        &self,
-        request_id: &Option<(String, [u8; 32])>,
-    ) -> Result<Option<Submitted>, SubmitError> {
-        existing_locked(&self.state(), request_id)
     }
 
     /// Waits for `job` to end, at most `timeout` (`None`: until it ends).
     pub async fn wait(&self, job: &str, timeout: Option<Duration>) -> WaitOutcome {
-        let rx = {
-            let st = self.state();
-            match parse_job(job).and_then(|id| st.jobs.get(&id)) {
-                Some(j) => j.end.subscribe(),
-                None => return WaitOutcome::Unknown,
+        let Some(id) = self.parse_job(job) else {
+            return WaitOutcome::Unknown;
+        };
+        match self.engine.wait_async(id, timeout).await {
+            Ok(r) => WaitOutcome::Ended(JobEnd::Completed(Arc::new(done(&r)))),
+            Err(cuzk_actors::Error::Timeout { .. }) => WaitOutcome::Timeout,
+            Err(cuzk_actors::Error::UnknownJob(_)) => WaitOutcome::Unknown,
+            Err(cuzk_actors::Error::Stopped) => WaitOutcome::Stopped,
+            Err(cuzk_actors::Error::Cancelled { reason, .. }) => {
+                WaitOutcome::Ended(JobEnd::Cancelled {
+                    message: reason.unwrap_or_else(|| "cancelled by CancelProof".into()),
+                })
             }
-        };
-        let mut rx = rx;
-        let ended = async {
-            match rx.wait_for(|e| e.is_some()).await {
-                Ok(v) => v.clone(),
-                Err(_) => None,
+            Err(cuzk_actors::Error::JobFailed { reason, .. }) => {
+                WaitOutcome::Ended(JobEnd::Failed {
+                    cause: failure_cause(&reason),
+                    message: reason,
+                })
             }
-        };
-        let res = match timeout {
-            Some(t) => match tokio::time::timeout(t, ended).await {
-                Ok(r) => r,
-                Err(_) => return WaitOutcome::Timeout,
-            },
-            None => ended.await,
-        };
-        match res {
-            Some(end) => WaitOutcome::Ended(end),
-            None => WaitOutcome::Unknown,
+            Err(other) => WaitOutcome::Ended(JobEnd::Failed {
+                cause: "other",
+                message: other.to_string(),
+            }),
         }
     }
 
-    /// Cancels `job`: a pending job is dropped from the queue; a running one is answered
-    /// as cancelled at once and its result discarded.
-    pub fn cancel(&self, job: &str, why: &str) -> CancelOutcome {
-        let mut st = self.state();
-        let Some(id) = parse_job(job) else {
+    /// Cancels `job`: a pending job is dropped; a partition on a device finishes there and
+    /// its result is discarded. Waiters are answered `CANCELLED` at once.
+    pub async fn cancel(&self, job: &str) -> CancelOutcome {
+        let Some(id) = self.parse_job(job) else {
             return CancelOutcome::Unknown;
         };
-        let Some(j) = st.jobs.get(&id) else {
-            return CancelOutcome::Unknown;
-        };
-        let was_running = match j.phase {
-            Phase::Ended => return CancelOutcome::AlreadyEnded,
-            Phase::Running => true,
-            Phase::Pending(_) => false,
-        };
-        let key = (Reverse(j.priority), j.seq, id);
-        st.queue.remove(&key);
-        self.finish_locked(
-            &mut st,
-            id,
-            JobEnd::Cancelled {
-                message: why.to_string(),
+        let on_device = match self.engine.status_async().await {
+            Ok(s) => s
+                .devices
+                .iter()
+                .any(|d| d.current.as_ref().is_some_and(|c| c.0 == id)),
+            Err(_) => false,
+        } || self.engine.progress(id).is_some_and(|p| p.proved > 0);
+        match self.engine.cancel_async(id).await {
+            Ok(true) => CancelOutcome::Cancelled {
+                was_running: on_device,
             },
-        );
-        CancelOutcome::Cancelled { was_running }
+            Ok(false) => CancelOutcome::AlreadyEnded,
+            Err(_) => CancelOutcome::Unknown,
+        }
     }
 
-    fn finish_locked(&self, st: &mut State, id: u64, end: JobEnd) {
-        let Some(j) = st.jobs.get_mut(&id) else {
-            return;
-        };
-        if matches!(j.phase, Phase::Ended) {
-            return;
+    /// A status snapshot (an empty one marked shutting down once the engine stopped).
+    pub async fn status(&self) -> Snapshot {
+        match self.engine.status_async().await {
+            Ok(s) => self.snapshot(&s),
+            Err(_) => Snapshot {
+                shutting_down: true,
+                ..Snapshot::default()
+            },
         }
-        j.phase = Phase::Ended;
-        j.ended_at = Some(Instant::now());
-        let kind = j.kind;
-        j.end.send_replace(Some(end.clone()));
-        match &end {
-            JobEnd::Completed(_) => st.completed += 1,
-            JobEnd::Failed { .. } => st.failed += 1,
-            JobEnd::Cancelled { .. } => st.cancelled += 1,
-        }
-        (self.shared.settings.on_job_done)(&JobReport { kind, end });
     }
 
-    fn prune(&self, st: &mut State) {
-        let keep = self.shared.settings.retention;
-        let old: Vec<u64> = st
-            .jobs
-            .iter()
-            .filter(|(_, j)| j.ended_at.is_some_and(|t| t.elapsed() > keep))
-            .map(|(id, _)| *id)
+    fn circuit_of(&self, identifier: &str) -> Option<RegisteredProof> {
+        let mut k = self.keys();
+        if let Some(p) = k.circuits.names.get(identifier) {
+            return Some(*p);
+        }
+        let todo: Vec<_> = k
+            .circuits
+            .seen
+            .difference(&k.circuits.resolved)
+            .copied()
             .collect();
-        for id in old {
-            if let Some(j) = st.jobs.remove(&id) {
-                if let Some((rid, _)) = j.request_key {
-                    st.by_request.remove(&rid);
-                }
+        for (kind, size) in todo {
+            let proof = RegisteredProof::latest(kind, size);
+            if let Ok(id) = crate::circuits::params_identifier(proof) {
+                k.circuits.names.insert(id, proof);
             }
+            k.circuits.resolved.insert((kind, size));
         }
+        k.circuits.names.get(identifier).copied()
     }
 
-    /// A status snapshot.
-    pub fn status(&self) -> Snapshot {
-        let st = self.state();
-        let mut queues: Vec<QueueView> = ProofKind::ALL
+    fn snapshot(&self, s: &EngineStatus) -> Snapshot {
+        let devices = s
+            .devices
             .iter()
-            .map(|k| QueueView {
-                kind: *k,
-                pending: 0,
-                in_progress: 0,
+            .map(|d| {
+                let cpu = d.info.id.is_cpu();
+                DeviceView {
+                    ordinal: d.info.ordinal,
+                    name: d.info.name.clone(),
+                    pci: if cpu {
+                        String::new()
+                    } else {
+                        d.info.id.pci.to_string()
+                    },
+                    uuid: if cpu {
+                        String::new()
+                    } else {
+                        d.info.id.uuid_string()
+                    },
+                    vram_total: d.info.total_memory,
+                    vram_free: if cpu {
+                        0
+                    } else {
+                        d.usable_vram.saturating_sub(d.vram_leased)
+                    },
+                    vram_leased: d.vram_leased,
+                    current: d.current.as_ref().and_then(|(job, kind, _)| match kind {
+                        WorkKind::Proof(k) => Some((self.job_name(*job), *k)),
+                        WorkKind::Simulated => None,
+                    }),
+                    quarantined: d.quarantined || d.down.is_some(),
+                    busy: d.busy,
+                }
             })
             .collect();
-        let mut users: HashMap<String, u32> = HashMap::new();
-        for j in st.jobs.values() {
-            let q = queues.iter_mut().find(|q| q.kind == j.kind);
-            match (&j.phase, q) {
-                (Phase::Pending(_), Some(q)) => q.pending += 1,
-                (Phase::Running, Some(q)) => {
-                    q.in_progress += 1;
-                    *users.entry(j.identifier.clone()).or_default() += 1;
+        let queues = ProofKind::ALL
+            .iter()
+            .map(|kind| {
+                let q = s.queues.iter().find(|q| q.kind == WorkKind::Proof(*kind));
+                let (jobs, pending, running) =
+                    q.map_or((0, 0, 0), |q| (q.jobs, q.pending, q.in_progress));
+                // Jobs with a partition on a device: at most one per running partition.
+                let in_progress = jobs.min(running);
+                QueueView {
+                    kind: *kind,
+                    pending: clamp(jobs - in_progress),
+                    in_progress: clamp(in_progress),
+                    pending_partitions: clamp(pending),
+                    in_progress_partitions: clamp(running),
                 }
-                _ => {}
-            }
-        }
-        let current = st.running.and_then(|id| {
-            st.jobs
-                .get(&id)
-                .filter(|j| matches!(j.phase, Phase::Running))
-                .map(|j| (job_name(id), j.kind))
-        });
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
-        let cpu = DeviceView {
-            ordinal: 0,
-            name: format!("cpu ({threads} threads)"),
-            current,
-            busy: st.busy,
-            ..DeviceView::default()
-        };
-        let srs = self
-            .shared
-            .store
-            .loaded()
-            .into_iter()
-            .filter_map(|(identifier, size_bytes)| {
-                Some(SrsView {
-                    users: users.get(&identifier).copied().unwrap_or(0),
-                    proof: *st.circuits.get(&identifier)?,
-                    identifier,
-                    size_bytes,
-                })
+            })
+            .collect();
+        let srs = s
+            .srs
+            .iter()
+            .map(|r| SrsView {
+                proof: self.circuit_of(&r.identifier),
+                identifier: r.identifier.clone(),
+                size_bytes: r.size_bytes,
+                users: clamp(r.users),
             })
             .collect();
         Snapshot {
-            devices: vec![cpu],
+            devices,
             srs,
             queues,
-            completed: st.completed,
-            failed: st.failed,
-            cancelled: st.cancelled,
-            uptime: self.shared.started.elapsed(),
-            shutting_down: !st.accepting,
+            completed: s.completed,
+            failed: s.failed,
+            cancelled: s.cancelled,
+            uptime: s.uptime,
+            shutting_down: s.draining,
+            host_memory_used: s.host_memory_used,
+            host_memory_budget: s.host_memory_budget,
         }
     }
 
     /// Loads `proof`'s parameters. Returns whether they were loaded already, the time it
-    /// took, and their size in bytes.
-    pub fn preload(&self, proof: RegisteredProof) -> crate::Result<(bool, Duration, u64)> {
-        let identifier = crate::circuits::params_identifier(proof)?;
-        self.state().circuits.insert(identifier.clone(), proof);
-        let already = self
-            .shared
-            .store
+    /// took and their size in host memory, bytes. Blocking.
+    pub fn preload(
+        &self,
+        proof: RegisteredProof,
+    ) -> std::result::Result<(bool, Duration, u64), String> {
+        self.keys()
+            .circuits
+            .seen
+            .insert((proof.kind, proof.sector_size));
+        let (already, took) = self.engine.preload_srs(proof).map_err(|e| e.to_string())?;
+        let id = crate::circuits::params_identifier(proof).map_err(|e| e.to_string())?;
+        let bytes = self
+            .engine
+            .store()
             .loaded()
             .iter()
-            .any(|(id, _)| *id == identifier);
-        let t = Instant::now();
-        let srs = self.shared.store.get(proof)?;
-        Ok((
-            already,
-            if already { Duration::ZERO } else { t.elapsed() },
-            srs.file_bytes,
-        ))
+            .find(|(i, _)| *i == id)
+            .map_or(0, |(_, s)| s.memory_bytes());
+        Ok((already, took, bytes))
     }
 
-    /// Drops `proof`'s parameters. `Ok(None)`: they were not loaded; `Err(users)`: a running
-    /// job uses them.
-    pub fn evict(&self, proof: RegisteredProof) -> crate::Result<Result<Option<u64>, u32>> {
-        let identifier = crate::circuits::params_identifier(proof)?;
-        let st = self.state();
-        let users = st
-            .jobs
-            .values()
-            .filter(|j| matches!(j.phase, Phase::Running) && j.identifier == identifier)
-            .count() as u32;
-        if users > 0 {
-            return Ok(Err(users));
-        }
-        let size = self
-            .shared
-            .store
-            .loaded()
-            .into_iter()
-            .find(|(id, _)| *id == identifier)
-            .map(|(_, b)| b);
-        // Under the state lock: no job can start using them meanwhile.
-        let was = self.shared.store.evict(proof)?;
-        Ok(Ok(if was { size } else { None }))
+    /// Drops `proof`'s parameters. `Ok(None)`: they were not loaded; `Err(message)`: a job
+    /// uses them (or another failure). Blocking.
+    pub fn evict(
+        &self,
+        proof: RegisteredProof,
+    ) -> std::result::Result<Option<u64>, (bool, String)> {
+        self.engine.evict_srs(proof).map_err(|e| {
+            let in_use = matches!(e, cuzk_actors::Error::InUse(..));
+            (in_use, e.to_string())
+        })
     }
 
-    /// Stops accepting work, lets queued and running work finish within `grace`, then
-    /// cancels what is left. Every waiter is answered before this returns.
-    pub async fn shutdown(&self, grace: Duration) {
-        {
-            let mut st = self.state();
-            st.accepting = false;
+    /// Stops accepting work, lets running work finish within `grace`, cancels the rest,
+    /// answers every waiter and stops the engine. Blocking.
+    pub fn shutdown(&self, grace: Duration) {
+        if let Err(e) = self.engine.shutdown(grace) {
+            tracing::warn!(error = %e, "engine shutdown reported an error");
         }
-        let deadline = Instant::now() + grace;
-        loop {
-            let idle = {
-                let st = self.state();
-                st.queue.is_empty() && st.running.is_none()
-            };
-            if idle || Instant::now() >= deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let mut st = self.state();
-        let live: Vec<u64> = st
-            .jobs
-            .iter()
-            .filter(|(_, j)| !matches!(j.phase, Phase::Ended))
-            .map(|(id, _)| *id)
-            .collect();
-        st.queue.clear();
-        for id in live {
-            self.finish_locked(
-                &mut st,
-                id,
-                JobEnd::Cancelled {
-                    message: "cancelled: the daemon shut down before the job finished".into(),
-                },
-            );
-        }
-        st.stopped = true;
-        drop(st);
-        self.shared.wake.notify_all();
     }
 }
 
-fn existing_locked(
-    st: &State,
-    request_id: &Option<(String, [u8; 32])>,
-) -> Result<Option<Submitted>, SubmitError> {
-    let Some((rid, digest)) = request_id else {
-        return Ok(None);
-    };
-    let Some((id, known)) = st.by_request.get(rid) else {
-        return Ok(None);
-    };
-    if known != digest {
-        return Err(SubmitError::Invalid(format!(
-            "request_id {rid:?} was already used for a different request ({}); use a new request_id",
-            job_name(*id)
-        )));
+fn clamp(n: usize) -> u32 {
+    n.min(u32::MAX as usize) as u32
+}
+
+/// The engine's errors read "invalid request: ..."; the gRPC status says that already.
+fn strip(s: String) -> String {
+    s.strip_prefix("invalid request: ")
+        .map(str::to_string)
+        .unwrap_or(s)
+}
+
+fn done(r: &JobResult) -> Done {
+    Done {
+        proof: r.proof.clone(),
+        partitions: r.partitions,
+        verified: r.verified,
+        timings: PhaseTimes::from_engine(&r.timings),
+        devices: r.devices.iter().map(device_name).collect(),
     }
-    Ok(Some(Submitted {
-        job: job_name(*id),
-        existing: true,
-        queue_position: 0,
-    }))
 }
 
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
-    // A panic while holding the lock leaves consistent bookkeeping (updates are single
-    // statements); keep serving rather than poison every later call.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn prover_loop(shared: &Arc<Shared>) {
-    let handle = DaemonEngine {
-        shared: shared.clone(),
-    };
-    loop {
-        let (id, request, queued_for) = {
-            let mut st = lock(&shared.state);
-            loop {
-                if st.stopped {
-                    return;
-                }
-                if let Some(first) = st.queue.iter().next().copied() {
-                    st.queue.remove(&first);
-                    let id = first.2;
-                    let Some(j) = st.jobs.get_mut(&id) else {
-                        continue;
-                    };
-                    let Phase::Pending(_) = j.phase else { continue };
-                    let Phase::Pending(req) = std::mem::replace(&mut j.phase, Phase::Running)
-                    else {
-                        continue;
-                    };
-                    let waited = j.submitted.elapsed();
-                    st.running = Some(id);
-                    break (id, req, waited);
-                }
-                st = shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
-            }
-        };
-        let span = tracing::info_span!("job", id = %job_name(id), kind = %request.proof.kind);
-        let _g = span.enter();
-        let t = Instant::now();
-        let opts = ProveOptions {
-            verify: shared.settings.verify,
-            ..ProveOptions::default()
-        };
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            crate::prove(&shared.store, &CpuBackend, &request, &opts, &|_| {})
-        }));
-        let ran = t.elapsed();
-        drop(request);
-        let end = match out {
-            Ok(Ok(o)) => match shared.settings.job_timeout {
-                Some(limit) if ran > limit => JobEnd::Failed {
-                    message: format!(
-                        "the job ran {:.1}s, over the {}s limit",
-                        ran.as_secs_f64(),
-                        limit.as_secs()
-                    ),
-                    cause: "timeout",
-                    timings: PhaseTimes::default(),
-                },
-                _ => JobEnd::Completed(Arc::new(Done {
-                    partitions: o.partitions.len(),
-                    verified: o.verified,
-                    devices: vec!["cpu".into()],
-                    timings: PhaseTimes {
-                        queue_wait: queued_for,
-                        plan: o.timings.plan,
-                        srs_load: o.timings.srs_load,
-                        synthesis: o.timings.synthesis,
-                        prove: o.timings.prove,
-                        verify: o.timings.verify,
-                        total: queued_for + ran,
-                    },
-                    proof: o.bytes,
-                })),
-            },
-            Ok(Err(e)) => JobEnd::Failed {
-                cause: failure_cause(&e),
-                message: e.to_string(),
-                timings: PhaseTimes {
-                    queue_wait: queued_for,
-                    total: queued_for + ran,
-                    ..PhaseTimes::default()
-                },
-            },
-            Err(_) => JobEnd::Failed {
-                message: "the prover panicked on this input".into(),
-                cause: "panic",
-                timings: PhaseTimes::default(),
-            },
-        };
-        let mut st = lock(&shared.state);
-        st.busy += ran;
-        st.running = None;
-        // A job cancelled while it ran is already answered: its result is discarded here.
-        handle.finish_locked(&mut st, id, end);
+    #[test]
+    fn failure_causes() {
+        for (msg, want) in [
+            ("did not finish within its timeout of 5s", "timeout"),
+            (
+                "partition 0 failed 3 times; last error: device 0000:41:00: out of memory",
+                "device",
+            ),
+            ("parameter file /x is missing; generate ...", "params"),
+            ("partition 2: synthesis failed: bad", "synthesis"),
+            ("proof does not verify (partition 0)", "verification"),
+            ("something else", "other"),
+        ] {
+            assert_eq!(failure_cause(msg), want, "{msg}");
+        }
     }
 }

@@ -26,12 +26,12 @@ async fn metrics_text(State(h): State<Http>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        h.metrics.render(&h.engine.status()),
+        h.metrics.render(&h.engine.status().await),
     )
 }
 
 async fn healthz(State(h): State<Http>) -> impl IntoResponse {
-    if h.engine.status().shutting_down {
+    if h.engine.status().await.shutting_down {
         (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
     } else {
         (StatusCode::OK, "ok\n")

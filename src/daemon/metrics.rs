@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::config::circuit_id;
-use super::engine::{JobEnd, JobReport, Snapshot};
+use super::engine::{Ending, JobReport, Snapshot};
 use crate::ProofKind;
 
 /// Histogram bucket upper bounds, seconds: from a WinningPoSt phase (milliseconds) to a
@@ -89,16 +89,16 @@ impl Metrics {
     /// Records a finished job (the engine calls this once per job).
     pub fn job_done(&self, report: &JobReport) {
         let kind = report.kind;
-        self.with(|m| match &report.end {
-            JobEnd::Completed(done) => {
+        self.with(|m| match report.ending {
+            Ending::Completed => {
                 *m.completed.entry(kind).or_default() += 1;
-                m.job.entry(kind).or_default().observe(done.timings.total);
-                for (phase, d) in done.timings.phases() {
+                m.job.entry(kind).or_default().observe(report.timings.total);
+                for (phase, d) in report.timings.phases() {
                     m.phase.entry((kind, phase)).or_default().observe(d);
                 }
             }
-            JobEnd::Failed { cause, .. } => *m.failed.entry((kind, cause)).or_default() += 1,
-            JobEnd::Cancelled { .. } => *m.cancelled.entry(kind).or_default() += 1,
+            Ending::Failed(cause) => *m.failed.entry((kind, cause)).or_default() += 1,
+            Ending::Cancelled => *m.cancelled.entry(kind).or_default() += 1,
         });
     }
 
@@ -228,6 +228,14 @@ fn render_counters(out: &mut String, m: &Inner) {
     }
 }
 
+/// The circuit id of a loaded parameter set, else its identifier.
+fn srs_name(r: &super::engine::SrsView) -> String {
+    esc(&r.proof.map_or_else(
+        || r.identifier.clone(),
+        |p| circuit_id(p.kind, p.sector_size),
+    ))
+}
+
 fn render_gauges(out: &mut String, s: &Snapshot) {
     header(
         out,
@@ -326,10 +334,10 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
         "Loaded parameter sets, bytes, by circuit.",
     );
     for r in &s.srs {
-        let c = circuit_id(r.proof.kind, r.proof.sector_size);
         let _ = writeln!(
             out,
-            "cuzk_srs_loaded_bytes{{circuit=\"{c}\"}} {}",
+            "cuzk_srs_loaded_bytes{{circuit=\"{}\"}} {}",
+            srs_name(r),
             r.size_bytes
         );
     }
@@ -340,8 +348,12 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
         "Running jobs using each loaded parameter set.",
     );
     for r in &s.srs {
-        let c = circuit_id(r.proof.kind, r.proof.sector_size);
-        let _ = writeln!(out, "cuzk_srs_users{{circuit=\"{c}\"}} {}", r.users);
+        let _ = writeln!(
+            out,
+            "cuzk_srs_users{{circuit=\"{}\"}} {}",
+            srs_name(r),
+            r.users
+        );
     }
     header(
         out,
@@ -361,9 +373,7 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use super::super::engine::{Done, PhaseTimes, QueueView};
+    use super::super::engine::{PhaseTimes, QueueView};
     use super::*;
 
     /// Every sample line is `name{labels} value` with a parseable value, and every sample's
@@ -398,25 +408,17 @@ mod tests {
         m.job_submitted(ProofKind::WindowPost);
         m.job_done(&JobReport {
             kind: ProofKind::WindowPost,
-            end: JobEnd::Completed(Arc::new(Done {
-                proof: vec![0; 192],
-                partitions: 1,
-                verified: true,
-                devices: vec!["cpu".into()],
-                timings: PhaseTimes {
-                    prove: Duration::from_millis(700),
-                    total: Duration::from_secs(2),
-                    ..PhaseTimes::default()
-                },
-            })),
+            ending: Ending::Completed,
+            timings: PhaseTimes {
+                gpu_compute: Duration::from_millis(700),
+                total: Duration::from_secs(2),
+                ..PhaseTimes::default()
+            },
         });
         m.job_done(&JobReport {
             kind: ProofKind::PorepC2,
-            end: JobEnd::Failed {
-                message: "x".into(),
-                cause: "invalid-input",
-                timings: PhaseTimes::default(),
-            },
+            ending: Ending::Failed("invalid-input"),
+            timings: PhaseTimes::default(),
         });
         m.rpc_done("Prove", tonic::Code::Ok);
         m.request_rejected("invalid_argument");
@@ -425,6 +427,8 @@ mod tests {
                 kind: ProofKind::WinningPost,
                 pending: 3,
                 in_progress: 1,
+                pending_partitions: 3,
+                in_progress_partitions: 1,
             }],
             devices: vec![super::super::engine::DeviceView {
                 name: "a \"quoted\" name".into(),
@@ -440,7 +444,7 @@ mod tests {
             "cuzk_jobs_failed_total{kind=\"porep-c2\",cause=\"invalid-input\"} 1",
             "cuzk_job_duration_seconds_bucket{kind=\"window-post\",le=\"1\"} 0",
             "cuzk_job_duration_seconds_bucket{kind=\"window-post\",le=\"2.5\"} 1",
-            "cuzk_phase_duration_seconds_sum{kind=\"window-post\",phase=\"prove\"} 0.7",
+            "cuzk_phase_duration_seconds_sum{kind=\"window-post\",phase=\"gpu_compute\"} 0.7",
             "cuzk_queue_pending{kind=\"winning-post\"} 3",
             "cuzk_device_busy_seconds_total{device=\"cpu\",name=\"a \\\"quoted\\\" name\"} 1.5",
             "cuzk_rpc_requests_total{method=\"Prove\",code=\"Ok\"} 1",

@@ -40,7 +40,7 @@ pub use client::{connect, Client, ClientArgs};
 pub use config::DaemonConfig;
 pub use error::{DaemonError, Result};
 
-use engine::{DaemonEngine, EngineSettings};
+use engine::DaemonEngine;
 use listen::Listener;
 use metrics::Metrics;
 
@@ -117,15 +117,10 @@ pub fn run_daemon(args: DaemonArgs, params_dir: Option<PathBuf>) -> Result<()> {
 /// Starts the engine from `config`.
 fn start_engine(config: &DaemonConfig, metrics: &Arc<Metrics>) -> Result<DaemonEngine> {
     let m = metrics.clone();
-    DaemonEngine::start(EngineSettings {
-        params_dir: config.params.dir(),
-        pce_dir: Some(config.params.pce_dir()),
-        max_jobs: config.limits.max_pending_jobs,
-        retention: Duration::from_secs(config.limits.result_retention_secs),
-        verify: config.limits.verify_proofs,
-        job_timeout: config.limits.job_timeout(),
-        on_job_done: Arc::new(move |r| m.job_done(r)),
-    })
+    DaemonEngine::start(engine::engine_config(
+        config,
+        Arc::new(move |r| m.job_done(r)),
+    )?)
 }
 
 /// Serves until the first signal, then shuts down gracefully.
@@ -186,7 +181,9 @@ pub async fn serve(config: DaemonConfig) -> Result<()> {
         let stop = stop.clone();
         async move {
             shutdown::stopped(stop).await;
-            engine.shutdown(grace).await;
+            if let Err(e) = tokio::task::spawn_blocking(move || engine.shutdown(grace)).await {
+                tracing::error!(error = %e, "engine shutdown task failed");
+            }
             tracing::info!("work drained; closing the listener");
         }
     };

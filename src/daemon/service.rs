@@ -63,8 +63,9 @@ impl ProvingService {
         .map_err(|e| Status::internal(format!("submission task failed: {e}")))?
         .map_err(|e| match e {
             SubmitError::Invalid(m) => Status::invalid_argument(m),
-            SubmitError::Backpressure(_) => Status::resource_exhausted(e.to_string()),
+            SubmitError::Backpressure(m) => Status::resource_exhausted(m),
             SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
+            SubmitError::Internal(m) => Status::internal(m),
         })?;
         if !submitted.existing {
             self.metrics.job_submitted(kind);
@@ -80,8 +81,9 @@ impl ProvingService {
     ) -> Result<pb::AwaitProofResponse, Status> {
         match self.engine.wait(job, timeout).await {
             WaitOutcome::Unknown => Err(Status::not_found(format!(
-                "no job {job:?} (never submitted here, or forgotten after limits.result_retention_secs)"
+                "no job {job:?} (never submitted to this daemon since it started, or its result is no longer kept: limits.retained_results)"
             ))),
+            WaitOutcome::Stopped => Err(Status::unavailable("the daemon has stopped")),
             WaitOutcome::Timeout => Ok(pb::AwaitProofResponse {
                 job_id: job.to_string(),
                 status: pb::await_proof_response::Status::Timeout as i32,
@@ -116,15 +118,11 @@ fn end_to_wire(job: &str, end: &JobEnd) -> pb::AwaitProofResponse {
             r.devices = done.devices.clone();
             Some(&done.timings)
         }
-        JobEnd::Failed {
-            message,
-            cause,
-            timings,
-        } => {
+        JobEnd::Failed { message, cause } => {
             r.status = S::Failed as i32;
             r.error_message = message.clone();
             r.failure_cause = cause.to_string();
-            Some(timings)
+            None
         }
         JobEnd::Cancelled { message } => {
             r.status = S::Cancelled as i32;
@@ -136,7 +134,7 @@ fn end_to_wire(job: &str, end: &JobEnd) -> pb::AwaitProofResponse {
         r.queue_wait_ms = ms(t.queue_wait);
         r.srs_load_ms = ms(t.srs_load);
         r.synthesis_ms = ms(t.synthesis);
-        r.gpu_compute_ms = ms(t.prove);
+        r.gpu_compute_ms = ms(t.gpu_compute);
         r.total_ms = ms(t.total);
         r.phases = t
             .phases()
@@ -171,17 +169,8 @@ fn circuit(id: &str) -> Result<RegisteredProof, Status> {
     Ok(RegisteredProof::latest(kind, size))
 }
 
-/// Status errors for engine errors outside a job (preloading parameters).
-fn engine_status(e: crate::Error) -> Status {
-    match e {
-        crate::Error::ParamsMissing { .. } => Status::failed_precondition(e.to_string()),
-        crate::Error::InvalidRequest(_) => Status::invalid_argument(e.to_string()),
-        _ => Status::internal(e.to_string()),
-    }
-}
-
 /// The wire status of a snapshot.
-pub fn status_to_wire(s: &Snapshot, config: &DaemonConfig) -> pb::GetStatusResponse {
+pub fn status_to_wire(s: &Snapshot) -> pb::GetStatusResponse {
     pb::GetStatusResponse {
         gpus: s
             .devices
@@ -208,7 +197,10 @@ pub fn status_to_wire(s: &Snapshot, config: &DaemonConfig) -> pb::GetStatusRespo
             .srs
             .iter()
             .map(|r| pb::SrsStatus {
-                circuit_id: circuit_id(r.proof.kind, r.proof.sector_size),
+                circuit_id: r.proof.map_or_else(
+                    || r.identifier.clone(),
+                    |p| circuit_id(p.kind, p.sector_size),
+                ),
                 tier: pb::srs_status::Tier::Hot as i32,
                 size_bytes: r.size_bytes,
                 ref_count: r.users,
@@ -222,13 +214,15 @@ pub fn status_to_wire(s: &Snapshot, config: &DaemonConfig) -> pb::GetStatusRespo
                 proof_kind: q.kind.to_string(),
                 pending: q.pending,
                 in_progress: q.in_progress,
+                pending_partitions: q.pending_partitions,
+                in_progress_partitions: q.in_progress_partitions,
             })
             .collect(),
         total_proofs_completed: s.completed,
         total_proofs_failed: s.failed,
         uptime_seconds: s.uptime.as_secs(),
-        pinned_memory_bytes: s.srs.iter().map(|r| r.size_bytes).sum(),
-        pinned_memory_limit_bytes: config.memory.host_budget.0,
+        pinned_memory_bytes: s.srs.iter().map(|r| r.size_bytes).sum::<u64>() + s.host_memory_used,
+        pinned_memory_limit_bytes: s.host_memory_budget,
         total_proofs_cancelled: s.cancelled,
         shutting_down: s.shutting_down,
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -291,8 +285,9 @@ impl pb::proving_engine_server::ProvingEngine for ProvingService {
         request: Request<pb::CancelProofRequest>,
     ) -> Result<Response<pb::CancelProofResponse>, Status> {
         let req = request.into_inner();
-        let r = check_job_id(&req.job_id).and_then(|()| {
-            match self.engine.cancel(&req.job_id, "cancelled by CancelProof") {
+        let r = match check_job_id(&req.job_id) {
+            Err(e) => Err(e),
+            Ok(()) => match self.engine.cancel(&req.job_id).await {
                 CancelOutcome::Unknown => {
                     Err(Status::not_found(format!("no job {:?}", req.job_id)))
                 }
@@ -307,8 +302,8 @@ impl pb::proving_engine_server::ProvingEngine for ProvingService {
                         cancelled: true,
                     })
                 }
-            }
-        });
+            },
+        };
         self.answer("CancelProof", r)
     }
 
@@ -316,7 +311,7 @@ impl pb::proving_engine_server::ProvingEngine for ProvingService {
         &self,
         _request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
-        let r = Ok(status_to_wire(&self.engine.status(), &self.config));
+        let r = Ok(status_to_wire(&self.engine.status().await));
         self.answer("GetStatus", r)
     }
 
@@ -325,7 +320,7 @@ impl pb::proving_engine_server::ProvingEngine for ProvingService {
         _request: Request<pb::GetMetricsRequest>,
     ) -> Result<Response<pb::GetMetricsResponse>, Status> {
         let r = Ok(pb::GetMetricsResponse {
-            prometheus_text: self.metrics.render(&self.engine.status()),
+            prometheus_text: self.metrics.render(&self.engine.status().await),
         });
         self.answer("GetMetrics", r)
     }
@@ -341,7 +336,13 @@ impl pb::proving_engine_server::ProvingEngine for ProvingService {
             let (already, took, bytes) = tokio::task::spawn_blocking(move || engine.preload(proof))
                 .await
                 .map_err(|e| Status::internal(format!("preload task failed: {e}")))?
-                .map_err(engine_status)?;
+                .map_err(|m| {
+                    if m.contains("is missing") {
+                        Status::failed_precondition(m)
+                    } else {
+                        Status::internal(m)
+                    }
+                })?;
             tracing::info!(circuit = %req.circuit_id, already, ms = ms(took), bytes, "parameters preloaded");
             Ok(pb::PreloadSrsResponse {
                 already_loaded: already,
@@ -358,12 +359,18 @@ impl pb::proving_engine_server::ProvingEngine for ProvingService {
         request: Request<pb::EvictSrsRequest>,
     ) -> Result<Response<pb::EvictSrsResponse>, Status> {
         let req = request.into_inner();
-        let r = circuit(&req.circuit_id).and_then(|proof| {
-            match self.engine.evict(proof).map_err(engine_status)? {
-                Err(users) => Err(Status::failed_precondition(format!(
-                    "{} is in use by {users} running job(s); evict it when they finish",
+        let r = async {
+            let proof = circuit(&req.circuit_id)?;
+            let engine = self.engine.clone();
+            let evicted = tokio::task::spawn_blocking(move || engine.evict(proof))
+                .await
+                .map_err(|e| Status::internal(format!("evict task failed: {e}")))?;
+            match evicted {
+                Err((true, m)) => Err(Status::failed_precondition(format!(
+                    "{}: refused: {m}",
                     req.circuit_id
                 ))),
+                Err((false, m)) => Err(Status::internal(m)),
                 Ok(freed) => {
                     tracing::info!(circuit = %req.circuit_id, freed = ?freed, "parameters evicted");
                     Ok(pb::EvictSrsResponse {
@@ -372,7 +379,8 @@ impl pb::proving_engine_server::ProvingEngine for ProvingService {
                     })
                 }
             }
-        });
+        }
+        .await;
         self.answer("EvictSRS", r)
     }
 }

@@ -26,7 +26,7 @@ use crate::engine::{EngineStatus, JobResult, Submitted};
 use crate::error::Result;
 use crate::lease::{Lease, LeaseId};
 use crate::scheduler::{JobId, Priority};
-use crate::work::{Payload, PartitionWork, SimulatedJob, WorkKind};
+use crate::work::{PartitionWork, Payload, SimulatedJob, WorkKind};
 
 /// Live counters of one device, written by its actor, read by status without a round trip.
 #[derive(Clone, Debug, Default)]

@@ -230,7 +230,11 @@ impl SchedulerActor {
     }
 
     fn accept(&mut self, msg: Submit, ctx: &mut Context<Self>) -> Result<Submitted> {
-        if let Some(id) = msg.request_id.as_ref().and_then(|r| self.request_ids.get(r)) {
+        if let Some(id) = msg
+            .request_id
+            .as_ref()
+            .and_then(|r| self.request_ids.get(r))
+        {
             return Ok(Submitted {
                 job: *id,
                 existing: true,
@@ -321,7 +325,10 @@ impl SchedulerActor {
         }
         if let Some(t) = msg.timeout.or(self.setup.job_timeout) {
             ctx.run_later(t, move |act, _ctx| {
-                if act.core.fail(id, format!("did not finish within its timeout of {t:?}")) {
+                if act
+                    .core
+                    .fail(id, format!("did not finish within its timeout of {t:?}"))
+                {
                     act.after_change();
                 }
             });
@@ -345,7 +352,8 @@ impl SchedulerActor {
         self.jobs
             .iter()
             .filter(|(j, e)| {
-                **j != id && (e.priority > me.priority || (e.priority == me.priority && e.seq < me.seq))
+                **j != id
+                    && (e.priority > me.priority || (e.priority == me.priority && e.seq < me.seq))
             })
             .map(|(_, e)| e.partitions - e.done)
             .sum()
@@ -370,19 +378,29 @@ impl SchedulerActor {
     /// A job's parameters are ready (`srs` None for simulated jobs): queue its partitions
     /// for synthesis.
     fn prepared(&mut self, id: JobId, srs: Option<(Arc<Srs>, Option<Arc<R1cs>>, Duration)>) {
-        let vram_for = |srs: &Srs, devices: &BTreeMap<DeviceId, DeviceSlot>, d: &dyn DeviceDriver| {
-            devices
-                .values()
-                .map(|s| d.vram_for(&s.info, srs))
-                .max()
-                .unwrap_or(0)
-        };
+        let vram_for =
+            |srs: &Srs, devices: &BTreeMap<DeviceId, DeviceSlot>, d: &dyn DeviceDriver| {
+                devices
+                    .values()
+                    .map(|s| d.vram_for(&s.info, srs))
+                    .max()
+                    .unwrap_or(0)
+            };
         let Some(entry) = self.jobs.get_mut(&id) else {
             return;
         };
         let (host, vram) = match (&mut entry.input, srs) {
-            (EntryInput::Simulated(sim), _) => (sim.host_bytes_per_partition, sim.vram_per_partition),
-            (EntryInput::Proof { srs: slot, r1cs: rslot, .. }, Some((srs, r1cs, load))) => {
+            (EntryInput::Simulated(sim), _) => {
+                (sim.host_bytes_per_partition, sim.vram_per_partition)
+            }
+            (
+                EntryInput::Proof {
+                    srs: slot,
+                    r1cs: rslot,
+                    ..
+                },
+                Some((srs, r1cs, load)),
+            ) => {
                 entry.timings.srs_load = load;
                 let host = srs.partition_host_bytes();
                 let vram = vram_for(&srs, &self.devices, self.setup.driver.as_ref());
@@ -482,8 +500,13 @@ impl SchedulerActor {
             let Some(payload) = self.ready.remove(&key) else {
                 // Cannot happen: a partition is queued in the core only once its input is
                 // here. Fail the lease rather than lose the partition.
-                warn!(job = lease.job, partition = lease.partition, "leased partition has no input");
-                self.core.complete(lease.id, Err("internal: input missing".into()));
+                warn!(
+                    job = lease.job,
+                    partition = lease.partition,
+                    "leased partition has no input"
+                );
+                self.core
+                    .complete(lease.id, Err("internal: input missing".into()));
                 continue;
             };
             let bytes = self.jobs.get(&lease.job).map_or(0, |e| e.host_bytes);
@@ -554,7 +577,8 @@ impl SchedulerActor {
             JobOutcome::Completed(parts) => {
                 self.counts.0 += 1;
                 let proof: Vec<u8> = parts.concat();
-                let verified = self.setup.prove.verify && matches!(entry.input, EntryInput::Proof { .. });
+                let verified =
+                    self.setup.prove.verify && matches!(entry.input, EntryInput::Proof { .. });
                 let r = JobResult {
                     job: id,
                     kind: entry.kind,
@@ -569,12 +593,18 @@ impl SchedulerActor {
             JobOutcome::Failed(reason) => {
                 self.counts.1 += 1;
                 warn!(job = id, %reason, "job failed");
-                (Finished::Failed(reason.clone()), ReportOutcome::Failed(reason))
+                (
+                    Finished::Failed(reason.clone()),
+                    ReportOutcome::Failed(reason),
+                )
             }
             JobOutcome::Cancelled => {
                 self.counts.2 += 1;
                 let reason = self.cancel_reasons.remove(&id);
-                (Finished::Cancelled(reason.clone()), ReportOutcome::Cancelled(reason))
+                (
+                    Finished::Cancelled(reason.clone()),
+                    ReportOutcome::Cancelled(reason),
+                )
             }
         };
         info!(job = id, kind = %entry.kind, total_ms = entry.timings.total.as_millis() as u64, "job ended");
@@ -606,7 +636,8 @@ impl SchedulerActor {
                 self.request_ids.remove(&r);
             }
         }
-        let retained: std::collections::HashSet<JobId> = self.finished_order.iter().copied().collect();
+        let retained: std::collections::HashSet<JobId> =
+            self.finished_order.iter().copied().collect();
         self.request_ids
             .retain(|_, j| retained.contains(j) || self.jobs.contains_key(j));
     }
@@ -875,7 +906,10 @@ impl Handler<Await> for SchedulerActor {
         }
         self.next_waiter += 1;
         let wid = self.next_waiter;
-        self.waiters.entry(msg.job).or_default().push((wid, msg.reply));
+        self.waiters
+            .entry(msg.job)
+            .or_default()
+            .push((wid, msg.reply));
         if let Some(t) = msg.timeout {
             let job = msg.job;
             ctx.run_later(t, move |act, _ctx| {

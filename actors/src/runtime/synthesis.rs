@@ -41,7 +41,8 @@ impl Handler<Prepare> for SynthesisActor {
 
     fn handle(&mut self, msg: Prepare, _ctx: &mut Self::Context) {
         let t0 = Instant::now();
-        let _span = info_span!("prepare", job = msg.job, circuit = %msg.params_identifier).entered();
+        let _span =
+            info_span!("prepare", job = msg.job, circuit = %msg.params_identifier).entered();
         let store = self.store.clone();
         let result = catch_unwind(AssertUnwindSafe(|| {
             let t = Instant::now();
@@ -62,8 +63,14 @@ impl Handler<Prepare> for SynthesisActor {
             Ok((srs, r1cs, load))
         }))
         .unwrap_or_else(|p| Err(format!("preparing panicked: {}", panic_message(p))));
-        self.trace
-            .slice(&self.track, "prepare", t0, msg.job, None, msg.params_identifier);
+        self.trace.slice(
+            &self.track,
+            "prepare",
+            t0,
+            msg.job,
+            None,
+            msg.params_identifier,
+        );
         self.scheduler.do_send(Prepared {
             job: msg.job,
             result,
