@@ -10,6 +10,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)
+        // prost's codec behind a scan that bounds what decoding may allocate
+        .codec_path("crate::daemon::codec::BoundedCodec")
         .compile_fds(descriptors)?;
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! | [`config`] | the TOML configuration, environment overrides, the example file |
 //! | [`listen`] | listening addresses; the owner-only unix socket |
 //! | [`proto`] | the generated `cuzk.v1` types, client and server |
+//! | [`codec`] | prost's codec behind a scan that bounds decoding |
 //! | [`validate`] | wire request -> engine request, every field checked |
 //! | [`engine`] | the seam between the service and the runtime that proves |
 //! | [`service`] | the eight gRPC calls |
@@ -17,6 +18,7 @@
 //! | [`error`] | the daemon's error type |
 
 pub mod client;
+pub mod codec;
 pub mod config;
 pub mod engine;
 pub mod error;
@@ -127,6 +129,7 @@ fn start_engine(config: &DaemonConfig, metrics: &Arc<Metrics>) -> Result<DaemonE
 pub async fn serve(config: DaemonConfig) -> Result<()> {
     let stop = shutdown::on_signals()?;
     let config = Arc::new(config);
+    codec::set_max_repeated(config.limits.max_vanilla_proofs.saturating_add(1));
     // Bind first: a taken address fails before any parameter is loaded.
     let listener = listen::bind(&config.daemon.listen).await?;
     let metrics = Arc::new(Metrics::default());
