@@ -117,7 +117,7 @@ async fn prove_both_ways_and_check_accounts(d: &Daemon) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unix_socket_proves_winning_and_window_post_both_ways() {
-    let _g = heavy();
+    let _g = heavy().await;
     let d = Daemon::start(Listen::Unix, "");
     let mode = std::fs::metadata(d.socket()).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the socket is owner-only");
@@ -126,7 +126,7 @@ async fn unix_socket_proves_winning_and_window_post_both_ways() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tcp_loopback_proves_both_ways_and_serves_http_metrics() {
-    let _g = heavy();
+    let _g = heavy().await;
     let d = Daemon::start(Listen::Tcp, "metrics_listen = \"127.0.0.1:0\"");
     assert!(d.addr.starts_with("tcp://127.0.0.1:"), "{}", d.addr);
     prove_both_ways_and_check_accounts(&d).await;
@@ -145,7 +145,7 @@ async fn tcp_loopback_proves_both_ways_and_serves_http_metrics() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn resubmitting_a_request_id_returns_the_same_job() {
-    let _g = heavy();
+    let _g = heavy().await;
     let d = Daemon::start(Listen::Unix, "");
     let mut c = d.client().await;
     let first = c
@@ -208,7 +208,7 @@ async fn resubmitting_a_request_id_returns_the_same_job() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn await_timeout_is_honoured_and_the_job_keeps_running() {
-    let _g = heavy();
+    let _g = heavy().await;
     let d = Daemon::start(Listen::Unix, "");
     let mut c = d.client().await;
     let s = c
@@ -245,7 +245,7 @@ async fn await_timeout_is_honoured_and_the_job_keeps_running() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_pending_and_in_flight_jobs() {
-    let _g = heavy();
+    let _g = heavy().await;
     let d = Daemon::start(Listen::Unix, "");
     let mut c = d.client().await;
     let running = c
@@ -356,7 +356,7 @@ async fn cancel_pending_and_in_flight_jobs() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn preload_and_evict_parameters() {
-    let _g = heavy();
+    let _g = heavy().await;
     let d = Daemon::start(Listen::Unix, "");
     let mut c = d.client().await;
     let pre = |id: &str| pb::PreloadSrsRequest {
@@ -424,7 +424,7 @@ async fn preload_and_evict_parameters() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_with_work_in_flight_answers_every_waiter_then_exits_zero() {
-    let _g = heavy();
+    let _g = heavy().await;
     let mut d = Daemon::start(Listen::Unix, "shutdown_grace_secs = 1");
     let mut c = d.client().await;
     let running = c
@@ -512,8 +512,11 @@ async fn sigterm_with_work_in_flight_answers_every_waiter_then_exits_zero() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_signal_exits_at_once() {
-    let _g = heavy();
-    let mut d = Daemon::start(Listen::Unix, "shutdown_grace_secs = 600");
+    let _g = heavy().await;
+    let mut d = Daemon::start(
+        Listen::Unix,
+        "shutdown_grace_secs = 600\nmetrics_listen = \"127.0.0.1:0\"",
+    );
     let mut c = d.client().await;
     let job = c
         .submit_proof(wire(ProofKind::WinningPost, ""))
@@ -551,7 +554,7 @@ async fn a_second_signal_exits_at_once() {
 
 #[test]
 fn client_subcommands_drive_a_running_daemon() {
-    let _g = heavy();
+    let _g = heavy_blocking();
     let d = Daemon::start(Listen::Unix, "");
     let dir = tempfile::tempdir().unwrap();
     let req = dir.path().join("window.json");

@@ -86,7 +86,7 @@ fn a_python_grpcio_client_proves_through_the_daemon() {
     });
     std::fs::write(&requests, body.to_string()).unwrap();
 
-    let _g = heavy();
+    let _g = heavy_blocking();
     let d = Daemon::start(Listen::Unix, "");
     let out = python(&grpc)
         .arg(manifest().join("tests/python/drive_daemon.py"))

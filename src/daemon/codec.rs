@@ -7,7 +7,7 @@
 //! when a field repeats more often than [`max_repeated`] allows, or when it is not
 //! well-formed protobuf.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use bytes::Buf;
 use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder};
@@ -15,6 +15,18 @@ use tonic::Status;
 use tonic_prost::{ProstDecoder, ProstEncoder};
 
 static MAX_REPEATED: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_REPEATED);
+static REFUSED: AtomicU64 = AtomicU64::new(0);
+
+/// Messages refused by the scan since start (metrics: `requests_rejected_total{reason="wire_scan"}`).
+pub fn refused() -> u64 {
+    REFUSED.load(Ordering::Relaxed)
+}
+
+fn refuse(message: String) -> Status {
+    REFUSED.fetch_add(1, Ordering::Relaxed);
+    tracing::info!(%message, "message refused before decoding");
+    Status::invalid_argument(message)
+}
 
 /// Entries of one field in one message at most, unless configured otherwise.
 pub const DEFAULT_MAX_REPEATED: usize = 20_001;
@@ -81,12 +93,12 @@ impl<U: prost::Message + Default> Decoder for BoundedDecoder<U> {
             // Not contiguous (not seen with tonic's buffers): scan a copy, decode the copy.
             let mut copy = vec![0u8; buf.remaining()];
             buf.copy_to_slice(&mut copy);
-            scan(&copy, 0, limit).map_err(Status::invalid_argument)?;
+            scan(&copy, 0, limit).map_err(refuse)?;
             return U::decode(copy.as_slice())
                 .map(Some)
                 .map_err(|e| Status::internal(e.to_string()));
         }
-        scan(buf.chunk(), 0, limit).map_err(Status::invalid_argument)?;
+        scan(buf.chunk(), 0, limit).map_err(refuse)?;
         self.inner.decode(buf)
     }
 

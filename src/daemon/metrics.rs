@@ -3,7 +3,8 @@
 //!
 //! Names (all prefixed `cuzk_`): `jobs_submitted_total{kind}`,
 //! `jobs_completed_total{kind}`, `jobs_failed_total{kind,cause}`,
-//! `jobs_cancelled_total{kind}`, `requests_rejected_total{reason}`,
+//! `jobs_cancelled_total{kind}`, `requests_rejected_total{reason}` (a gRPC code, or
+//! `wire_scan` for messages the codec refused before decoding),
 //! `rpc_requests_total{method,code}`, `job_duration_seconds{kind}` and
 //! `phase_duration_seconds{kind,phase}` (histograms), `queue_pending{kind}`,
 //! `queue_in_progress{kind}`, `device_busy_seconds_total{device,name}`,
@@ -181,6 +182,11 @@ fn render_counters(out: &mut String, m: &Inner) {
         "requests_rejected_total",
         "counter",
         "Requests refused at the boundary, by reason.",
+    );
+    let _ = writeln!(
+        out,
+        "cuzk_requests_rejected_total{{reason=\"wire_scan\"}} {}",
+        super::codec::refused()
     );
     for (reason, v) in &m.rejected {
         let _ = writeln!(

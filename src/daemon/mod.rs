@@ -151,13 +151,15 @@ pub async fn serve(config: DaemonConfig) -> Result<()> {
             Err(e) => return Err(DaemonError::Engine(format!("preloading {c}: {e}"))),
         }
     }
+    // The HTTP side stays up while work drains (healthz answers 503), until gRPC is done.
+    let (served_tx, served_rx) = tokio::sync::watch::channel(false);
     let http = match &config.daemon.metrics_listen {
         Some(addr) => {
             let (bound, fut) = http::serve(
                 addr,
                 engine.clone(),
                 metrics.clone(),
-                shutdown::stopped(stop.clone()),
+                shutdown::stopped(served_rx),
             )
             .await?;
             tracing::info!(addr = %bound, "serving /metrics and /healthz");
@@ -207,6 +209,7 @@ pub async fn serve(config: DaemonConfig) -> Result<()> {
                 .await
         }
     };
+    let _ = served_tx.send(true);
     served.map_err(|e| DaemonError::Engine(format!("gRPC server: {e}")))?;
     if let Some(h) = http {
         let _ = h.await;

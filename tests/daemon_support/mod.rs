@@ -5,7 +5,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cuzk::daemon::proto as pb;
@@ -15,12 +14,18 @@ use cuzk::{ProofKind, ProofRequest};
 use crate::support;
 
 /// Tests that prove hold this, so two daemons never share the two cores of CI (timing
-/// windows such as "cancel while on the device" stay wide).
-pub static HEAVY: Mutex<()> = Mutex::new(());
+/// windows such as "cancel while on the device" stay wide). An async mutex: async tests
+/// hold it across awaits.
+pub static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Takes [`HEAVY`], ignoring poisoning by an earlier failed test.
-pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
-    HEAVY.lock().unwrap_or_else(|p| p.into_inner())
+/// Takes [`HEAVY`] in an async test.
+pub async fn heavy() -> tokio::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().await
+}
+
+/// Takes [`HEAVY`] in a plain test (not inside a runtime).
+pub fn heavy_blocking() -> tokio::sync::MutexGuard<'static, ()> {
+    HEAVY.blocking_lock()
 }
 
 /// Where the daemon listens.
@@ -45,7 +50,7 @@ pub struct Daemon {
 
 impl Daemon {
     /// Starts a daemon with the test parameters of WinningPoSt and WindowPoSt present;
-    /// `extra` is appended to its TOML configuration.
+    /// `extra` is appended to its TOML configuration, after the `[daemon]` section.
     pub fn start(listen: Listen, extra: &str) -> Daemon {
         support::store_with(ProofKind::WinningPost);
         support::store_with(ProofKind::WindowPost);
@@ -54,8 +59,9 @@ impl Daemon {
             Listen::Unix => format!("unix://{}", dir.path().join("cuzk.sock").display()),
             Listen::Tcp => "tcp://127.0.0.1:0".to_string(),
         };
+        // `extra` lands in [daemon] unless it opens a section of its own.
         let config = format!(
-            "[daemon]\nlisten = \"{listen}\"\nlog_format = \"json\"\nlog_filter = \"info\"\n{extra}\n[params]\ndir = \"{}\"\n[devices]\nbackend = \"cpu\"\n",
+            "[params]\ndir = \"{}\"\n[devices]\nbackend = \"cpu\"\n[daemon]\nlisten = \"{listen}\"\nlog_format = \"json\"\nlog_filter = \"info\"\n{extra}\n",
             support::params_dir().display()
         );
         let config_path = dir.path().join("cuzk.toml");

@@ -41,9 +41,16 @@ def expect(cond, what):
 requests = json.load(open(requests_path))
 out = {}
 MAX = 256 << 20
+# Over a unix socket, grpcio (>= 1.57) sends the socket path as the HTTP/2 :authority, which
+# the daemon's HTTP/2 stack (h2) rejects as not RFC 9113 (PROTOCOL_ERROR); grpc-go, which
+# Curio uses, sends "localhost", as we do here.
 with grpc.insecure_channel(
     target,
-    options=[("grpc.max_send_message_length", MAX), ("grpc.max_receive_message_length", MAX)],
+    options=[
+        ("grpc.max_send_message_length", MAX),
+        ("grpc.max_receive_message_length", MAX),
+        ("grpc.default_authority", "localhost"),
+    ],
 ) as ch:
     stub = rpc.ProvingEngineStub(ch)
 
