@@ -33,7 +33,7 @@ fn main() -> cuzk::Result<()> {
     // Prove. Every partition is verified before the bytes are returned.
     let out = cuzk::prove(
         &store,
-        &CpuBackend,
+        &mut CpuBackend,
         request,
         &ProveOptions::default(),
         &|_| {},

@@ -149,7 +149,7 @@ impl BenchSummary {
 /// Runs `runs` rounds (plus one warm-up) of both provers on `request` with fixed r, s.
 pub fn bench_against_bellperson(
     store: &SrsStore,
-    backend: &dyn Backend,
+    backend: &mut dyn Backend,
     request: &ProofRequest,
     runs: usize,
     probe: Option<&BellpersonLogProbe>,

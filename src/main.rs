@@ -6,11 +6,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+use cuzk::actors::DeviceSelector;
 use cuzk::bench::{bench_against_bellperson, BellpersonLogProbe, BenchSummary};
 use cuzk::pipeline::Progress;
 use cuzk::{
-    CpuBackend, Error, ProofKind, ProofOutput, ProofRequest, ProveOptions, Randomness,
-    RegisteredProof, Result, SectorSize, SrsStore,
+    CpuBackend, DeviceChoice, Engine, EngineConfig, Error, ProofKind, ProofOutput, ProofRequest,
+    ProveOptions, Randomness, RegisteredProof, Result, SectorSize, SrsStore, SubmitOptions,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -57,6 +58,44 @@ enum Cmd {
         /// Use fixed r, s (reproducible proofs, for comparisons); never for production.
         #[arg(long)]
         fixed_rs: bool,
+        /// Prove on these GPUs (PCI address like 0000:65:00 or UUID GPU-...; repeatable).
+        /// Default: every GPU found, else the CPU.
+        #[arg(long = "device", conflicts_with = "cpu")]
+        devices: Vec<String>,
+        /// Prove on the CPU even when GPUs are present.
+        #[arg(long)]
+        cpu: bool,
+        /// Write a Chrome/Perfetto trace of the run (one track per device) to this file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+    },
+    /// Prove a stream of requests of mixed kinds through the Engine (from `cuzk gen` output),
+    /// verify every proof, check the trace for overlap on any device, report throughput.
+    Batch {
+        /// Directory written by `cuzk gen` (2 KiB requests).
+        #[arg(long)]
+        inputs: PathBuf,
+        /// Jobs to prove (cycling through the kinds).
+        #[arg(long, default_value_t = 200)]
+        count: usize,
+        /// Kinds (default: winning-post, window-post, snap-deals, porep-c2).
+        #[arg(long = "kind")]
+        kinds: Vec<String>,
+        /// GPUs to use (PCI address or UUID; repeatable). Default: every GPU, else the CPU.
+        #[arg(long = "device", conflicts_with = "cpu")]
+        devices: Vec<String>,
+        /// Use the CPU only.
+        #[arg(long)]
+        cpu: bool,
+        /// Synthesis workers (default: one per core, at most 32).
+        #[arg(long)]
+        synthesis_workers: Option<usize>,
+        /// Fixed r, s: proofs (and the printed digest) are reproducible across runs.
+        #[arg(long)]
+        fixed_rs: bool,
+        /// Trace file (default: <tmp>/cuzk-batch-trace.json).
+        #[arg(long)]
+        trace: Option<PathBuf>,
     },
     /// Verify proof bytes against a request file.
     Verify {
@@ -234,19 +273,24 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
 }
 
-fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
+type CliResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
     match cmd {
-        Cmd::Demo { kinds, seed } => demo(
+        Cmd::Demo { kinds, seed } => Ok(demo(
             store,
             &kinds_or(&kinds, &[ProofKind::WinningPost, ProofKind::WindowPost])?,
             seed,
-        ),
+        )?),
         Cmd::Prove {
             input,
             c1,
             registered_proof,
             out,
             fixed_rs,
+            devices,
+            cpu,
+            trace,
         } => {
             let request = match (input, c1, registered_proof) {
                 (Some(path), _, _) => ProofRequest::from_json(&read(&path)?)?,
@@ -254,27 +298,93 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
                 _ => {
                     return Err(Error::InvalidRequest(
                         "give --input FILE, or --c1 FILE with --registered-proof N".into(),
-                    ))
+                    )
+                    .into())
                 }
             };
-            let rep = Reporter::new();
-            let opts = ProveOptions {
-                randomness: if fixed_rs {
-                    Randomness::Fixed(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64))
-                } else {
-                    Randomness::Random
-                },
-                ..Default::default()
+            let mut config = EngineConfig::new(store.dir());
+            config.prove.randomness = if fixed_rs {
+                Randomness::Fixed(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64))
+            } else {
+                Randomness::Random
             };
-            let output = prove_with_progress(store, &request, &opts, &rep)?;
+            config.devices = device_choice(cpu, &devices)?;
+            config.trace_file = trace.clone();
+            prove_through_engine(config, &request, &out)?;
+            if let Some(t) = trace {
+                println!(
+                    "trace written to {} (open in https://ui.perfetto.dev)",
+                    t.display()
+                );
+            }
+            Ok(())
+        }
+        Cmd::Batch {
+            inputs,
+            count,
+            kinds,
+            devices,
+            cpu,
+            synthesis_workers,
+            fixed_rs,
+            trace,
+        } => {
+            let kinds = kinds_or(
+                &kinds,
+                &[
+                    ProofKind::WinningPost,
+                    ProofKind::WindowPost,
+                    ProofKind::SnapDeals,
+                    ProofKind::PorepC2,
+                ],
+            )?;
+            let requests = cuzk::batch::load_requests(&inputs, &kinds)?;
+            let mut config = EngineConfig::new(store.dir());
+            config.devices = device_choice(cpu, &devices)?;
+            config.synthesis_workers = synthesis_workers.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(2, |n| n.get().min(32))
+            });
+            if fixed_rs {
+                config.prove.randomness =
+                    Randomness::Fixed(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64));
+            }
+            let trace = trace.unwrap_or_else(cuzk::batch::default_trace);
+            let rep = Reporter::new();
+            rep.step("warming up (parameters, recorded circuits)");
+            let report = cuzk::batch::run(config, &requests, count, &trace, &|done, all| {
+                if done % 10 == 0 || done == all {
+                    rep.step(format!("{done}/{all} proofs"));
+                }
+            })?;
             rep.finish();
-            write(&out, &output.bytes)?;
-            print_summary(&request, &output);
             println!(
-                "proof written to {} ({} bytes)",
-                out.display(),
-                output.bytes.len()
+                "{} jobs ({} partitions) in {:.2}s: {:.2} proofs/s, {:.2} partitions/s; every proof verified",
+                report.jobs,
+                report.partitions,
+                report.wall.as_secs_f64(),
+                report.jobs as f64 / report.wall.as_secs_f64(),
+                report.partitions as f64 / report.wall.as_secs_f64()
             );
+            for (k, n) in &report.per_kind {
+                println!("  {k}: {n}");
+            }
+            for (d, (n, busy)) in &report.per_device {
+                println!(
+                    "  device {d}: {n} partitions, busy {:.2}s ({:.0}% of wall)",
+                    busy.as_secs_f64(),
+                    100.0 * busy.as_secs_f64() / report.wall.as_secs_f64()
+                );
+            }
+            println!(
+                "  trace {}: device tracks busy: {}; overlapping partitions on a device: {}",
+                trace.display(),
+                report.busy_tracks.join(", "),
+                report.overlaps
+            );
+            println!("  digest of all proofs: {}", report.digest);
+            if report.overlaps > 0 {
+                return Err("partitions overlapped on a device".into());
+            }
             Ok(())
         }
         Cmd::Verify { input, proof } => {
@@ -285,7 +395,8 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
             } else {
                 Err(Error::VerificationFailed {
                     what: format!("{} from {}", request.proof, proof.display()),
-                })
+                }
+                .into())
             }
         }
         Cmd::Gen {
@@ -314,7 +425,8 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
             if matches!(size, SectorSize::S32GiB | SectorSize::S64GiB) {
                 return Err(Error::InvalidRequest(format!(
                     "refusing to generate parameters for {size} sectors: production sizes must use the published parameters"
-                )));
+                ))
+                .into());
             }
             eprintln!(
                 "note: these are INSECURE test parameters (known randomness), written to {}",
@@ -331,12 +443,12 @@ fn run(cmd: Cmd, store: &SrsStore) -> Result<()> {
             kinds,
             runs,
             sector_size,
-        } => bench(
+        } => Ok(bench(
             store,
             &kinds_or(&kinds, &[ProofKind::PorepC2, ProofKind::SnapDeals])?,
             runs,
             sector_size.parse()?,
-        ),
+        )?),
         // Served from main, before this CLI's logging is installed.
         Cmd::Daemon(_) | Cmd::Config(_) | Cmd::Client(_) => Ok(()),
     }
@@ -403,7 +515,97 @@ fn prove_with_progress(
             request.proof
         )),
     };
-    cuzk::prove(store, &CpuBackend, request, opts, &on_progress)
+    cuzk::prove(store, &mut CpuBackend, request, opts, &on_progress)
+}
+
+/// The devices asked for on the command line.
+fn device_choice(
+    cpu: bool,
+    devices: &[String],
+) -> std::result::Result<DeviceChoice, cuzk::actors::Error> {
+    Ok(if cpu {
+        DeviceChoice::Cpu
+    } else if devices.is_empty() {
+        DeviceChoice::Auto
+    } else {
+        DeviceChoice::Gpus(
+            devices
+                .iter()
+                .map(|d| d.parse::<DeviceSelector>())
+                .collect::<std::result::Result<_, _>>()?,
+        )
+    })
+}
+
+/// Proves one request through the Engine (the same runtime the daemon uses), with progress
+/// on stderr, and writes the proof.
+fn prove_through_engine(config: EngineConfig, request: &ProofRequest, out: &Path) -> CliResult {
+    let rep = Reporter::new();
+    rep.step(format!("{}: starting the engine", request.proof));
+    let engine = Engine::start(config)?;
+    for d in engine.devices() {
+        rep.done(format!(
+            "device {} ({}, ordinal {} at start)",
+            d.id, d.name, d.ordinal
+        ));
+    }
+    rep.step(format!(
+        "{}: checking inputs and building circuits",
+        request.proof
+    ));
+    let submitted = engine.submit(request, SubmitOptions::default())?;
+    let job = submitted.job;
+    let mut last = None;
+    let result = loop {
+        match engine.wait(job, Some(Duration::from_millis(200))) {
+            Err(cuzk::actors::Error::Timeout { .. }) => {
+                let now = engine
+                    .progress(job)
+                    .map(|p| (p.synthesized, p.partitions, p.proved));
+                if let (Some((syn, n, proved)), true) = (now, now != last) {
+                    rep.step(format!(
+                        "{}: {syn} of {n} partition(s) synthesised, {proved} proved",
+                        request.proof
+                    ));
+                }
+                last = now;
+            }
+            other => break other,
+        }
+    };
+    let shutdown = engine.shutdown(Duration::from_secs(5));
+    rep.finish();
+    let result = result?;
+    shutdown?;
+    write(out, &result.proof)?;
+    let t = &result.timings;
+    println!(
+        "{}: {} partition(s), {} bytes, verified: {}, on {}",
+        request.proof,
+        result.partitions,
+        result.proof.len(),
+        if result.verified { "yes" } else { "skipped" },
+        result
+            .devices
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "  timings: queue {:.3}s | params {:.3}s | synthesis {:.3}s | prove {:.3}s | total {:.3}s",
+        t.queue_wait.as_secs_f64(),
+        t.srs_load.as_secs_f64(),
+        t.synthesis.as_secs_f64(),
+        t.gpu_compute.as_secs_f64(),
+        t.total.as_secs_f64()
+    );
+    println!(
+        "proof written to {} ({} bytes)",
+        out.display(),
+        result.proof.len()
+    );
+    Ok(())
 }
 
 fn print_summary(request: &ProofRequest, out: &ProofOutput) {
@@ -474,7 +676,7 @@ fn bench(store: &SrsStore, kinds: &[ProofKind], runs: usize, size: SectorSize) -
         ));
         summaries.push(bench_against_bellperson(
             store,
-            &CpuBackend,
+            &mut CpuBackend,
             inputs.get(*kind),
             runs,
             probe,

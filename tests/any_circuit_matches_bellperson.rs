@@ -1,6 +1,8 @@
 //! The prover takes any bellpepper-core circuit: on circuits of many shapes (one constraint,
 //! no public input, many inputs, linear-only rows, sizes around powers of two) our CPU proof equals bellperson's `create_proof` byte for byte with fixed r and s.
 
+mod support;
+
 use bellpepper_core::{num::AllocatedNum, Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16::{create_proof, generate_random_parameters};
 use blstrs::{Bls12, Scalar};
@@ -8,52 +10,7 @@ use cuzk::{prove_circuit, CpuBackend, ProveOptions, Randomness, Srs};
 use ff::Field;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
-
-/// `squarings` chained squarings of a private x, `inputs` public inputs each tied to the
-/// chain, `linear` linear-only rows. (bellperson's parameter generator refuses variables
-/// that appear in no constraint, so every variable is used.)
-#[derive(Clone)]
-struct Shape {
-    x: Option<Scalar>,
-    squarings: usize,
-    inputs: usize,
-    linear: usize,
-}
-
-impl Circuit<Scalar> for Shape {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let mut cur = AllocatedNum::alloc(cs.namespace(|| "x"), || {
-            self.x.ok_or(SynthesisError::AssignmentMissing)
-        })?;
-        let mut chain = vec![cur.clone()];
-        for i in 0..self.squarings {
-            cur = cur.square(cs.namespace(|| format!("sq{i}")))?;
-            chain.push(cur.clone());
-        }
-        for i in 0..self.inputs {
-            let v = chain[i % chain.len()].clone();
-            let inp = AllocatedNum::alloc_input(cs.namespace(|| format!("in{i}")), || {
-                v.get_value().ok_or(SynthesisError::AssignmentMissing)
-            })?;
-            cs.enforce(
-                || format!("in{i} = v"),
-                |lc| lc + inp.get_variable(),
-                |lc| lc + CS::one(),
-                |lc| lc + v.get_variable(),
-            );
-        }
-        for i in 0..self.linear {
-            let v = &chain[i % chain.len()];
-            cs.enforce(
-                || format!("lin{i}"),
-                |lc| lc + v.get_variable() + v.get_variable(),
-                |lc| lc + CS::one(),
-                |lc| lc + (Scalar::from(2), v.get_variable()),
-            );
-        }
-        Ok(())
-    }
-}
+use support::shape::{Empty, Shape};
 
 #[test]
 fn arbitrary_shapes_match_bellperson() {
@@ -89,12 +46,31 @@ fn arbitrary_shapes_match_bellperson() {
             verify: true,
             ..Default::default()
         };
-        let (ours, _) = prove_circuit(&srs, &CpuBackend, circuit, &opts).expect("cuzk");
+        let (ours, _) = prove_circuit(&srs, &mut CpuBackend, circuit, &opts).expect("cuzk");
         let (mut a, mut b) = (Vec::new(), Vec::new());
         ours.write(&mut a).unwrap();
         theirs.write(&mut b).unwrap();
         assert_eq!(a, b, "shape {squarings}/{inputs}/{linear}");
     }
+}
+
+#[test]
+fn empty_circuit_matches_bellperson() {
+    // no variable, no constraint: a domain of one point and an empty H query
+    let mut rng = ChaCha8Rng::seed_from_u64(2027);
+    let params = generate_random_parameters::<Bls12, _, _>(Empty, &mut rng).expect("params");
+    assert!(params.h.is_empty());
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let theirs = create_proof(Empty, &params, r, s).expect("bellperson");
+    let srs = Srs::from_parameters(params);
+    let opts = ProveOptions {
+        randomness: Randomness::Fixed(r, s),
+        verify: true,
+        ..Default::default()
+    };
+    let (ours, inputs) = prove_circuit(&srs, &mut CpuBackend, Empty, &opts).expect("cuzk");
+    assert!(inputs.is_empty());
+    assert_eq!(ours, theirs);
 }
 
 #[test]
@@ -120,6 +96,6 @@ fn unsatisfied_circuit_yields_no_proof() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let params = generate_random_parameters::<Bls12, _, _>(Wrong, &mut rng).unwrap();
     let srs = Srs::from_parameters(params);
-    let err = prove_circuit(&srs, &CpuBackend, Wrong, &ProveOptions::default()).unwrap_err();
+    let err = prove_circuit(&srs, &mut CpuBackend, Wrong, &ProveOptions::default()).unwrap_err();
     assert!(err.to_string().contains("does not verify"), "{err}");
 }

@@ -128,7 +128,7 @@ fn missing_parameter_file_is_reported_with_its_path() {
     let dir = tempfile::tempdir().unwrap();
     let store = SrsStore::new(dir.path());
     let req = &support::inputs().window_post;
-    let err = cuzk::prove(&store, &CpuBackend, req, &ProveOptions::default(), &|_| {}).unwrap_err();
+    let err = cuzk::prove(&store, &mut CpuBackend, req, &ProveOptions::default(), &|_| {}).unwrap_err();
     assert!(matches!(err, Error::ParamsMissing { .. }), "{err}");
     let e = err.to_string();
     assert!(
@@ -169,7 +169,7 @@ fn truncated_or_foreign_parameter_file_is_refused() {
     let req = &support::inputs().window_post;
     let e = cuzk::prove(
         &SrsStore::new(dir.path()),
-        &CpuBackend,
+        &mut CpuBackend,
         req,
         &ProveOptions::default(),
         &|_| {},

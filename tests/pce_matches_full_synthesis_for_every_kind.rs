@@ -75,7 +75,7 @@ fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
             std::thread::spawn(move || {
                 cuzk::prove(
                     &store,
-                    &CpuBackend,
+                    &mut CpuBackend,
                     &request,
                     &ProveOptions::default(),
                     &|_| {},
@@ -104,7 +104,7 @@ fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
         SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf()));
     cuzk::prove(
         &again,
-        &CpuBackend,
+        &mut CpuBackend,
         &request,
         &ProveOptions::default(),
         &|_| {},
@@ -124,7 +124,7 @@ fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
         SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf()));
     let out = cuzk::prove(
         &third,
-        &CpuBackend,
+        &mut CpuBackend,
         &request,
         &ProveOptions::default(),
         &|_| {},
@@ -140,7 +140,7 @@ fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
         SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf()));
     cuzk::prove(
         &fourth,
-        &CpuBackend,
+        &mut CpuBackend,
         &request,
         &ProveOptions::default(),
         &|_| {},

@@ -20,7 +20,7 @@ fn check(kind: ProofKind) {
         verify: true,
         pce: true,
     };
-    let ours = cuzk::prove(&store, &CpuBackend, request, &opts, &|_| {}).expect("cuzk proves");
+    let ours = cuzk::prove(&store, &mut CpuBackend, request, &opts, &|_| {}).expect("cuzk proves");
     assert!(ours.verified);
     assert_eq!(ours.bytes.len(), 192 * ours.partitions.len());
 
@@ -31,7 +31,7 @@ fn check(kind: ProofKind) {
             pce: false,
             ..opts.clone()
         };
-        let without_pce = cuzk::prove(&store, &CpuBackend, request, &full, &|_| {})
+        let without_pce = cuzk::prove(&store, &mut CpuBackend, request, &full, &|_| {})
             .expect("full synthesis proves");
         assert_eq!(
             ours.bytes, without_pce.bytes,

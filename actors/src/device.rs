@@ -215,6 +215,9 @@ impl DeviceSelector {
 pub fn resolve(selectors: &[DeviceSelector], discovered: &[DeviceInfo]) -> Result<Vec<DeviceInfo>> {
     let mut picked: Vec<(DeviceInfo, String)> = Vec::new();
     let present = || {
+        if discovered.is_empty() {
+            return "none found".to_string();
+        }
         discovered
             .iter()
             .map(|d| format!("{} (ordinal {})", d.id, d.ordinal))

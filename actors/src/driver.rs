@@ -108,7 +108,7 @@ impl DeviceWorker for BackendWorker {
                 s,
                 ..
             } => {
-                let backend = &self.backend;
+                let backend = &mut self.backend;
                 let run = || backend.prove(&srs, assignment, r, s, work.partition);
                 let out = match &self.pool {
                     Some(pool) => pool.install(run),

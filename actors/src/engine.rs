@@ -302,9 +302,16 @@ pub struct Engine {
     inner: Arc<Inner>,
 }
 
-/// The CUDA driver of this build.
+/// The CUDA driver of this build: the engine's CUDA backend, opened on each device actor's
+/// thread; a lease reserves the backend's own estimate (resident bases + working memory).
 fn cuda_driver() -> CudaDriver {
-    CudaDriver::new(None, None)
+    use cuzk_engine::cuda::CudaBackend;
+    let opener: crate::driver::GpuOpener = Arc::new(|ordinal| {
+        let backend = CudaBackend::open(ordinal)?;
+        Ok(Box::new(backend) as Box<dyn cuzk_engine::Backend>)
+    });
+    let vram = Arc::new(|srs: &cuzk_engine::Srs| CudaBackend::vram_needed(srs, srs.domain_size()));
+    CudaDriver::new(Some(opener), Some(vram))
 }
 
 impl Engine {

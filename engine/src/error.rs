@@ -59,6 +59,19 @@ pub enum Error {
         reason: String,
     },
 
+    /// A CUDA device operation failed (opening the device, an upload, a kernel, an
+    /// allocation). `context` says what was being done, for which partition.
+    #[error("device {device}: {context}: {source}")]
+    Device {
+        /// The device: its PCI id, or `cuda:<ordinal>` before it is open.
+        device: String,
+        /// What was being done (e.g. "partition 3: H MSM").
+        context: String,
+        /// The GPU library's error (boxed: it is large, and errors travel by value).
+        #[source]
+        source: Box<cuzk_kernels::Error>,
+    },
+
     /// A proof was computed but does not verify: it is never returned.
     #[error("proof does not verify ({what}); it was not returned")]
     VerificationFailed {

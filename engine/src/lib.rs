@@ -1,6 +1,6 @@
 //! cuzk's engine: what to prove and how. Proof kinds and requests, Filecoin circuit
 //! builders, the SRS store, and Groth16 from assignments behind a device-backend trait
-//! (the CPU backend here; GPU backends plug into the same trait).
+//! (the CPU backend, and the CUDA backend on NVIDIA GPUs).
 //!
 //! | module | holds |
 //! |---|---|
@@ -11,13 +11,16 @@
 //! | [`recordings`] | the PCE store: recorded constraint systems, cached on disk |
 //! | [`prover`] | the backend trait, shape checks, final proof assembly |
 //! | [`cpu`] | the CPU backend: NTT for H, multi-threaded MSMs |
+//! | [`cuda`] | the CUDA backend: H and MSMs on a GPU, parameters resident per device |
 //! | [`pipeline`] | one request end to end: plan, synthesise, prove, verify |
 //! | [`gen`] | real test inputs: seal a sector, C1, PoSt and SnapDeals vanilla proofs |
 //! | [`error`] | the crate's error type |
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod circuits;
 pub mod cpu;
+pub mod cuda;
 pub mod error;
 pub mod gen;
 pub mod kind;
@@ -28,6 +31,8 @@ pub mod request;
 pub mod srs;
 
 pub use cpu::CpuBackend;
+pub use cuda::CudaBackend;
+pub use cuzk_kernels as kernels;
 pub use cuzk_pce as pce;
 pub use error::{Error, Result};
 pub use kind::{ProofKind, RegisteredProof, SectorSize};

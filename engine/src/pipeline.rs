@@ -115,7 +115,7 @@ pub enum Progress {
 #[tracing::instrument(name = "request", skip_all, fields(kind = %request.proof.kind, size = %request.proof.sector_size))]
 pub fn prove(
     store: &SrsStore,
-    backend: &dyn Backend,
+    backend: &mut dyn Backend,
     request: &ProofRequest,
     opts: &ProveOptions,
     progress: &dyn Fn(Progress),
@@ -145,7 +145,7 @@ pub fn prove_plan(
     plan: ProofPlan,
     srs: &Srs,
     pce: Option<&PceStore>,
-    backend: &dyn Backend,
+    backend: &mut dyn Backend,
     opts: &ProveOptions,
     progress: &dyn Fn(Progress),
     timings: &mut Timings,
@@ -242,7 +242,7 @@ pub fn prove_plan(
 /// `opts.verify` is false. Returns the proof and the public inputs (without ONE).
 pub fn prove_circuit<C: bellpepper_core::Circuit<Scalar> + Send>(
     srs: &Srs,
-    backend: &dyn Backend,
+    backend: &mut dyn Backend,
     circuit: C,
     opts: &ProveOptions,
 ) -> Result<(Proof<Bls12>, Vec<Scalar>)> {

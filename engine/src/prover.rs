@@ -14,13 +14,17 @@ use crate::srs::Srs;
 
 /// A device that proves synthesised partitions. The CPU backend is the reference; GPU
 /// backends implement the same contract.
-pub trait Backend: Send + Sync {
+///
+/// `prove` takes `&mut self`: a backend with device state (resident parameters, buffers) is
+/// owned by one prover at a time (the device actor that holds the device), so it needs no
+/// lock; stateless backends such as [`crate::CpuBackend`] are used as `&mut CpuBackend`.
+pub trait Backend: Send {
     /// A stable name for logs and errors ("cpu", or a GPU's PCI id).
     fn name(&self) -> String;
 
     /// Proves one partition. `partition` is only used in error messages.
     fn prove(
-        &self,
+        &mut self,
         srs: &Srs,
         assignment: Assignment,
         r: Scalar,

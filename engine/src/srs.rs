@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -43,6 +44,15 @@ pub struct Srs {
     pub file_bytes: u64,
     /// Time spent loading it.
     pub load_time: Duration,
+    /// Process-unique identity (see [`Srs::id`]).
+    id: u64,
+}
+
+/// Hands out [`Srs::id`]s: never reused within a process.
+static NEXT_SRS_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_srs_id() -> u64 {
+    NEXT_SRS_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 impl std::fmt::Debug for Srs {
@@ -86,7 +96,15 @@ impl Srs {
             path: PathBuf::from("<in memory>"),
             file_bytes: 0,
             load_time: Duration::ZERO,
+            id: next_srs_id(),
         }
+    }
+
+    /// An identity unique within the process: two `Srs` values never share one, even when
+    /// one was dropped and another loaded from the same file. Device backends key the
+    /// parameters they keep resident by it (the parameters of an `Srs` never change).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 }
 
@@ -292,5 +310,6 @@ pub fn load(path: &Path, proof: RegisteredProof) -> Result<Srs> {
         path: path.into(),
         file_bytes,
         load_time,
+        id: next_srs_id(),
     })
 }

@@ -132,3 +132,17 @@ extern "C" __global__ void fr_add_assign(Fr* __restrict__ a, const Fr* __restric
     if (i >= n) return;
     a[i] = a[i] + b[i];
 }
+
+// Compaction by a bitmap (Groth16's density masks): for every i < n whose bit is set in
+// `words` (bit i % 64 of word i / 64), dst[prefix[i / 64] + rank of bit i in its word] = src[i],
+// where prefix[w] counts the set bits of words[0..w). Selected elements keep their order.
+extern "C" __global__ void fr_compact(const Fr* __restrict__ src, u32 n, const u64* __restrict__ words,
+                                      const u32* __restrict__ prefix, Fr* __restrict__ dst) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u64 w = words[i >> 6];
+    u32 b = i & 63;
+    if (((w >> b) & 1ull) == 0) return;
+    u32 rank = __popcll(w & ((1ull << b) - 1ull));
+    dst[prefix[i >> 6] + rank] = src[i];
+}

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut,
@@ -50,8 +50,10 @@ pub struct GpuDevice {
     name: String,
     total_memory: usize,
     arch: String,
-    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
-    functions: Mutex<HashMap<String, CudaFunction>>,
+    /// One cell per module of [`compile::MODULES`], filled at first use. Cells, not a lock:
+    /// a device is driven by the one thread that owns it; were two threads to race on a
+    /// first load, both load and one result is kept.
+    modules: HashMap<&'static str, OnceLock<Arc<CudaModule>>>,
     pub(crate) ntt_tables: std::sync::OnceLock<crate::ntt::NttTables>,
 }
 
@@ -124,8 +126,10 @@ impl GpuDevice {
             name,
             total_memory,
             arch: format!("sm_{major}{minor}"),
-            modules: Mutex::new(HashMap::new()),
-            functions: Mutex::new(HashMap::new()),
+            modules: compile::MODULES
+                .iter()
+                .map(|m| (m.name, OnceLock::new()))
+                .collect(),
             ntt_tables: std::sync::OnceLock::new(),
         })
     }
@@ -184,10 +188,11 @@ impl GpuDevice {
         }
     }
 
-    /// Loads a module (from the disk cache, or compiled with NVRTC), once per device.
+    /// Loads a module (from the disk cache, or compiled with NVRTC), once per device for the
+    /// modules of [`compile::MODULES`] (others are loaded on every call).
     pub fn load_module(&self, module: &KernelModule) -> Result<Arc<CudaModule>> {
-        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(m) = modules.get(module.name) {
+        let cell = self.modules.get(module.name);
+        if let Some(m) = cell.and_then(|c| c.get()) {
             return Ok(m.clone());
         }
         let span = tracing::info_span!("load_module", module = module.name, arch = %self.arch, pci = %self.pci);
@@ -207,29 +212,18 @@ impl GpuDevice {
             Err(e) => return Err(self.drv("loading a module")(e)),
         };
         tracing::debug!(cached, "module loaded");
-        modules.insert(module.name, loaded.clone());
-        Ok(loaded)
+        Ok(match cell {
+            Some(c) => c.get_or_init(|| loaded).clone(),
+            None => loaded,
+        })
     }
 
-    /// A kernel function of a module, loaded once per device.
+    /// A kernel function of a module (the module is loaded once per device; looking a
+    /// function up in a loaded module is a driver table lookup).
     pub(crate) fn function(&self, module: &KernelModule, name: &str) -> Result<CudaFunction> {
-        if let Some(f) = self
-            .functions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-        {
-            return Ok(f.clone());
-        }
-        let m = self.load_module(module)?;
-        let f = m
+        self.load_module(module)?
             .load_function(name)
-            .map_err(self.drv("finding a kernel"))?;
-        self.functions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_string(), f.clone());
-        Ok(f)
+            .map_err(self.drv("finding a kernel"))
     }
 
     /// Copies host elements into a new device buffer.
@@ -265,6 +259,31 @@ impl GpuDevice {
         check_len("copy_to_device", dst.len(), host.len())?;
         self.stream
             .memcpy_htod(T::as_raw(host), &mut dst.inner)
+            .map_err(self.drv("copying to the device"))
+    }
+
+    /// Overwrites elements `start .. start + host.len()` of a device buffer with host
+    /// elements; that range must lie within the buffer. The rest of `dst` is untouched.
+    pub fn copy_to_device_at<T: DeviceElem>(
+        &self,
+        host: &[T],
+        dst: &mut DeviceBuffer<T>,
+        start: usize,
+    ) -> Result<()> {
+        let end = start
+            .checked_add(host.len())
+            .filter(|&end| end <= dst.len())
+            .ok_or(Error::Length {
+                op: "copy_to_device_at",
+                expected: dst.len().saturating_sub(start),
+                got: host.len(),
+            })?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        let mut view = dst.inner.slice_mut(start..end);
+        self.stream
+            .memcpy_htod(T::as_raw(host), &mut view)
             .map_err(self.drv("copying to the device"))
     }
 
@@ -311,6 +330,12 @@ impl<T: DeviceElem> fmt::Debug for DeviceBuffer<T> {
 }
 
 impl<T: DeviceElem> DeviceBuffer<T> {
+    pub(crate) fn from_raw(inner: CudaSlice<T::Raw>) -> Self {
+        Self {
+            inner,
+            _t: PhantomData,
+        }
+    }
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.inner.len()

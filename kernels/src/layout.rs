@@ -107,6 +107,13 @@ unsafe impl DeviceElem for u32 {
         0
     }
 }
+// SAFETY: identical type.
+unsafe impl DeviceElem for u64 {
+    type Raw = u64;
+    fn filler() -> Self {
+        0
+    }
+}
 
 /// Raw limbs of a scalar (Montgomery form).
 pub fn scalar_raw(s: &Scalar) -> FrRaw {

@@ -5,6 +5,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`device`] | [`GpuDevice`]: context, stream, PCI id / UUID, module cache, typed [`DeviceBuffer`]s |
+//! | [`compact`] | selecting the scalars of a bitmap (density masks) on the device |
 //! | [`compile`] | the kernel modules, NVRTC compilation (no GPU needed), the on-disk CUBIN cache |
 //! | [`layout`] | device layouts of blstrs types (`Scalar`, `G1Affine`, `G2Affine`) with size assertions |
 //! | [`ntt`] | forward / inverse / coset Fr NTT with bellperson's conventions, element-wise Fr ops |
@@ -21,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod compact;
 pub mod compile;
 pub mod device;
 pub mod error;
@@ -34,5 +36,5 @@ pub mod testdata;
 
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
-pub use msm::{Bases, G1Bases, G2Bases, MsmCurve, G1, G2};
+pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, MsmCurve, G1, G2};
 pub use ntt::{coset_z_inverse, NttKind};

@@ -97,9 +97,10 @@ impl MsmCurve for G2 {
     }
 }
 
-/// Affine bases resident on one device.
+/// Affine bases resident on one device. No device memory is allocated for zero points
+/// (the driver refuses empty allocations).
 pub struct Bases<C: MsmCurve> {
-    buf: DeviceBuffer<C::Affine>,
+    buf: Option<DeviceBuffer<C::Affine>>,
     _c: PhantomData<C>,
 }
 
@@ -109,21 +110,27 @@ pub type G1Bases = Bases<G1>;
 pub type G2Bases = Bases<G2>;
 
 impl<C: MsmCurve> Bases<C> {
+    fn new(buf: Option<DeviceBuffer<C::Affine>>) -> Self {
+        Bases {
+            buf: buf.filter(|b| !b.is_empty()),
+            _c: PhantomData,
+        }
+    }
     /// Number of points.
     pub fn len(&self) -> usize {
-        self.buf.len()
+        self.buf.as_ref().map_or(0, |b| b.len())
     }
     /// Whether there are no points.
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.len() == 0
     }
     /// Device memory used, in bytes.
     pub fn num_bytes(&self) -> usize {
-        self.buf.num_bytes()
+        self.buf.as_ref().map_or(0, |b| b.num_bytes())
     }
-    /// The raw device buffer of affine points.
-    pub fn raw(&self) -> &cudarc::driver::CudaSlice<<C::Affine as DeviceElem>::Raw> {
-        self.buf.raw()
+    /// The raw device buffer of affine points; `None` when there are no points.
+    pub fn raw(&self) -> Option<&cudarc::driver::CudaSlice<<C::Affine as DeviceElem>::Raw>> {
+        self.buf.as_ref().map(|b| b.raw())
     }
 }
 
@@ -153,19 +160,53 @@ impl GpuDevice {
     /// Uploads G1 bases once; they stay on this device until dropped.
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = points.len()))]
     pub fn upload_g1_bases(&self, points: &[G1Affine]) -> Result<G1Bases> {
-        Ok(Bases {
-            buf: self.upload(points)?,
-            _c: PhantomData,
-        })
+        self.upload_bases(points)
     }
 
     /// Uploads G2 bases once; they stay on this device until dropped.
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = points.len()))]
     pub fn upload_g2_bases(&self, points: &[G2Affine]) -> Result<G2Bases> {
-        Ok(Bases {
-            buf: self.upload(points)?,
-            _c: PhantomData,
-        })
+        self.upload_bases(points)
+    }
+
+    /// Uploads bases of either curve once; they stay on this device until dropped.
+    pub fn upload_bases<C: MsmCurve>(&self, points: &[C::Affine]) -> Result<Bases<C>> {
+        if points.is_empty() {
+            return Ok(Bases::new(None));
+        }
+        Ok(Bases::new(Some(self.upload(points)?)))
+    }
+
+    /// Bases of `len` points repeating `points` (`points[i % points.len()]` at index i),
+    /// filled on the device from one upload of `points`: a large synthetic SRS for
+    /// benchmarks without generating every point. `points` must not be empty unless `len`
+    /// is 0.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, distinct = points.len(), len))]
+    pub fn tile_bases<C: MsmCurve>(&self, points: &[C::Affine], len: usize) -> Result<Bases<C>> {
+        if len == 0 {
+            return Ok(Bases::new(None));
+        }
+        if points.is_empty() {
+            return Err(Error::Unsupported {
+                op: "tile_bases",
+                detail: format!("no points to repeat into {len} bases"),
+            });
+        }
+        let unique = self.upload(points)?;
+        // SAFETY: every element is written by the copies below before the buffer is used.
+        let mut inner = unsafe { self.stream().alloc::<<C::Affine as DeviceElem>::Raw>(len) }
+            .map_err(self.drv("allocating bases"))?;
+        let mut start = 0;
+        while start < len {
+            let end = (start + points.len()).min(len);
+            let src = unique.view(0..end - start);
+            let mut dst = inner.slice_mut(start..end);
+            self.stream()
+                .memcpy_dtod(&src, &mut dst)
+                .map_err(self.drv("copying bases on the device"))?;
+            start = end;
+        }
+        Ok(Bases::new(Some(DeviceBuffer::from_raw(inner))))
     }
 
     /// `sum_i scalars[i] * bases[range.start + i]` over G1; `scalars.len()` must equal
@@ -226,21 +267,47 @@ impl GpuDevice {
     }
 
     /// Generic MSM with device scalars (`scalars.len() == range.len()`).
-    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, n = range.len()))]
     pub fn msm<C: MsmCurve>(
         &self,
         bases: &Bases<C>,
         range: Range<usize>,
         scalars: &DeviceBuffer<Scalar>,
     ) -> Result<C::Projective> {
-        check_range(bases.len(), &range)?;
         check_len("msm", range.len(), scalars.len())?;
+        self.msm_at(bases, range, scalars, 0)
+    }
+
+    /// `sum_i scalars[from + i] * bases[range.start + i]` for `i < range.len()`: as
+    /// [`GpuDevice::msm`] with the scalars a sub-range of a longer device buffer (for example
+    /// the first m - 1 of m NTT outputs). Both ranges must lie within their buffers.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, n = range.len()))]
+    pub fn msm_at<C: MsmCurve>(
+        &self,
+        bases: &Bases<C>,
+        range: Range<usize>,
+        scalars: &DeviceBuffer<Scalar>,
+        from: usize,
+    ) -> Result<C::Projective> {
+        check_range(bases.len(), &range)?;
+        if from
+            .checked_add(range.len())
+            .is_none_or(|end| end > scalars.len())
+        {
+            return Err(Error::Length {
+                op: "msm_at (scalars)",
+                expected: from.saturating_add(range.len()),
+                got: scalars.len(),
+            });
+        }
         let mut acc = C::Projective::identity();
+        let Some(buf) = bases.buf.as_ref() else {
+            return Ok(acc); // no points: the range is empty (checked above)
+        };
         let mut start = 0;
         while start < range.len() {
             let end = (start + MAX_CHUNK).min(range.len());
-            let b = bases.buf.view(range.start + start..range.start + end);
-            let s = scalars.view(start..end);
+            let b = buf.view(range.start + start..range.start + end);
+            let s = scalars.view(from + start..from + end);
             acc += self.msm_chunk::<C>(b, s)?;
             start = end;
         }
@@ -500,6 +567,33 @@ impl GpuDevice {
     }
 }
 
+/// An upper bound, in bytes, on the device memory one MSM of `n` points over curve `C`
+/// allocates besides its bases and scalars: the sum of every scratch buffer of one chunk of
+/// `min(n, MAX_CHUNK)` points (the peak is lower: buffers are freed between steps). Chunks
+/// run one after another, so larger `n` needs no more.
+pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
+    let n = n.min(MAX_CHUNK) as u64;
+    if n == 0 {
+        return 0;
+    }
+    let c = window_bits(n as usize);
+    let nw = u64::from(256u32.div_ceil(c));
+    let nbuckets = nw << (c - 1);
+    let entries = n * nw;
+    let k = (4 * entries.div_ceil(nbuckets)).max(16);
+    // each bucket of e entries has max(1, ceil(e / k)) <= 1 + e / k parts
+    let nparts = nbuckets + entries / k + 1;
+    let xyzz = C::XYZZ_LIMBS as u64 * 8;
+    let canon = n * 32;
+    let counts_offsets_cursor = (3 * nbuckets + 1) * 4;
+    let scan_scratch = (2 * nbuckets.div_ceil(8192) + 2) * 4;
+    let sorted = entries * 4;
+    let parts = (2 * nbuckets + 1 + nparts) * 4;
+    // partial sums, buckets, segment sums (<= nbuckets) and their reductions (< nbuckets / 4)
+    let points = (nparts + 3 * nbuckets) * xyzz;
+    canon + counts_offsets_cursor + scan_scratch + sorted + parts + points
+}
+
 fn check_range(len: usize, range: &Range<usize>) -> Result<()> {
     if range.start <= range.end && range.end <= len {
         Ok(())
@@ -514,6 +608,31 @@ fn check_range(len: usize, range: &Range<usize>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_bound_covers_the_big_buffers() {
+        assert_eq!(msm_scratch_bytes::<G1>(0), 0);
+        for log in [0u32, 4, 10, 16, 20, 22, 24, 26] {
+            let n = 1usize << log;
+            let c = window_bits(n);
+            let nw = 256u64.div_ceil(c as u64);
+            let nb = nw << (c - 1);
+            let g1 = msm_scratch_bytes::<G1>(n);
+            let g2 = msm_scratch_bytes::<G2>(n);
+            // canonical scalars, bucket lists, buckets and their partial sums at least
+            let floor = n as u64 * 32 + n as u64 * nw * 4 + 2 * nb * 192;
+            assert!(g1 >= floor, "n=2^{log}: {g1} < {floor}");
+            assert!(g2 > g1);
+        }
+        // chunked: no more than one chunk
+        assert_eq!(
+            msm_scratch_bytes::<G1>(3 * MAX_CHUNK),
+            msm_scratch_bytes::<G1>(MAX_CHUNK)
+        );
+        // about 9 GiB for a 2^26 G1 chunk: sanity of the units
+        let gib = msm_scratch_bytes::<G1>(1 << 26) as f64 / (1u64 << 30) as f64;
+        assert!((4.0..16.0).contains(&gib), "{gib} GiB");
+    }
 
     #[test]
     fn window_fits_the_kernels() {

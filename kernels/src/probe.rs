@@ -8,7 +8,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::compile::FIELD;
 use crate::device::GpuDevice;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::msm::{Bases, MsmCurve};
 
 const THREADS: u32 = 132 * 2048;
@@ -53,15 +53,15 @@ pub fn madd_rate<C: MsmCurve>(dev: &GpuDevice, bases: &Bases<C>) -> Result<f64> 
         .stream()
         .alloc_zeros::<u64>(THREADS as usize * C::XYZZ_LIMBS)
         .map_err(dev.drv("allocating"))?;
+    let raw = bases.raw().ok_or(Error::Unsupported {
+        op: "madd_rate",
+        detail: "no bases".into(),
+    })?;
     let mut best = f64::MAX;
     for _ in 0..3 {
         let t = Instant::now();
         let mut l = dev.stream().launch_builder(&f);
-        l.arg(bases.raw())
-            .arg(&m)
-            .arg(&THREADS)
-            .arg(&iters)
-            .arg(&mut out);
+        l.arg(raw).arg(&m).arg(&THREADS).arg(&iters).arg(&mut out);
         let cfg = LaunchConfig {
             grid_dim: (THREADS / 128, 1, 1),
             block_dim: (128, 1, 1),

@@ -434,3 +434,101 @@ fn device_identity_is_reported() {
         G1Projective::generator().to_affine(),
     );
 }
+
+/// The helpers a Groth16 prover needs around the MSM: compaction by a bitmap into an offset
+/// of a buffer whose prefix is written from the host, an MSM over a sub-range of a longer
+/// scalar buffer, and bases tiled on the device.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn compaction_offsets_and_tiling_match_the_host() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for n in [1usize, 2, 63, 64, 65, 1000, (1 << 16) + 1] {
+        let src = scalars(seed + n as u64, n);
+        let mut words = vec![0u64; n.div_ceil(64)];
+        for i in 0..n {
+            // dense, sparse and empty words
+            let keep = match (i / 64) % 3 {
+                0 => rng.next_u32() % 4 != 0,
+                1 => rng.next_u32() % 16 == 0,
+                _ => false,
+            };
+            if keep || i == n - 1 {
+                words[i / 64] |= 1 << (i % 64);
+            }
+        }
+        let want: Vec<Scalar> = (0..n)
+            .filter(|i| words[i / 64] >> (i % 64) & 1 == 1)
+            .map(|i| src[i])
+            .collect();
+        let head = [Scalar::from(7u64), minus_one()];
+        let dsrc = dev.upload(&src).unwrap();
+        let mut dst = dev
+            .alloc_zeroed::<Scalar>(head.len() + want.len() + 1)
+            .unwrap();
+        dev.copy_to_device_at(&head, &mut dst, 0).unwrap();
+        let written = dev.fr_compact(&dsrc, &words, &mut dst, head.len()).unwrap();
+        assert_eq!(written, want.len(), "n={n}");
+        let got = dev.download(&dst).unwrap();
+        assert_eq!(&got[..2], &head, "n={n}: prefix written from the host");
+        assert_eq!(&got[2..2 + want.len()], &want[..], "n={n} (seed {seed})");
+        assert_eq!(
+            got[2 + want.len()],
+            Scalar::ZERO,
+            "n={n}: past the end untouched"
+        );
+        // errors: no room, bits past the end
+        let mut small = dev.alloc_zeroed::<Scalar>(want.len()).unwrap();
+        assert!(dev.fr_compact(&dsrc, &words, &mut small, 1).is_err());
+        if n % 64 != 0 {
+            let mut bad = words.clone();
+            *bad.last_mut().unwrap() |= 1 << 63;
+            assert!(dev.fr_compact(&dsrc, &bad, &mut dst, 0).is_err());
+        }
+    }
+    assert!(dev
+        .copy_to_device_at(&[Scalar::ONE; 3], &mut dev.alloc_zeroed(4).unwrap(), 2)
+        .is_err());
+
+    // MSM over scalars[from ..] of a longer buffer, against the CPU
+    let pts = g1_points(seed + 3, 3000);
+    let sc = scalars(seed + 4, 3500);
+    let bases = dev.upload_g1_bases(&pts).unwrap();
+    let dsc = dev.upload(&sc).unwrap();
+    let got = dev.msm_at(&bases, 100..2100, &dsc, 1234).unwrap();
+    assert_eq!(
+        got,
+        msm_g1_cpu(&pts[100..2100], &sc[1234..3234]),
+        "msm_at (seed {seed})"
+    );
+    assert!(dev.msm_at(&bases, 0..2000, &dsc, 1501).is_err());
+    let g2 = g2_points(seed + 5, 500);
+    let b2 = dev.upload_g2_bases(&g2).unwrap();
+    let got = dev.msm_at(&b2, 0..499, &dsc, 7).unwrap();
+    assert_eq!(got, msm_g2_cpu(&g2[..499], &sc[7..506]), "G2 msm_at");
+
+    // tiled bases: download equals the host repetition, and an MSM over them agrees
+    let tiled = dev.tile_bases::<cuzk_kernels::G1>(&pts[..7], 30).unwrap();
+    assert_eq!(tiled.len(), 30);
+    let rep: Vec<G1Affine> = (0..30).map(|i| pts[i % 7]).collect();
+    let got = dev.msm_g1(&tiled, 0..30, &sc[..30]).unwrap();
+    assert_eq!(got, msm_g1_cpu(&rep, &sc[..30]), "tiled G1 bases");
+    let tiled2 = dev.tile_bases::<cuzk_kernels::G2>(&g2[..3], 10).unwrap();
+    let rep2: Vec<G2Affine> = (0..10).map(|i| g2[i % 3]).collect();
+    let got = dev.msm_g2(&tiled2, 0..10, &sc[..10]).unwrap();
+    assert_eq!(got, msm_g2_cpu(&rep2, &sc[..10]), "tiled G2 bases");
+    assert!(dev.tile_bases::<cuzk_kernels::G1>(&[], 3).is_err());
+
+    // no points: nothing allocated, an empty MSM is the identity, a non-empty one an error
+    let empty = dev.upload_g2_bases(&[]).unwrap();
+    assert!(empty.is_empty() && empty.raw().is_none());
+    assert_eq!(
+        dev.msm_g2(&empty, 0..0, &[]).unwrap(),
+        G2Projective::identity()
+    );
+    let none = dev.tile_bases::<cuzk_kernels::G1>(&[], 0).unwrap();
+    assert_eq!(none.num_bytes(), 0);
+    assert!(dev.msm_g1(&none, 0..1, &sc[..1]).is_err());
+}

@@ -71,6 +71,12 @@ impl Density {
         self.count
     }
 
+    /// The bits as little-endian 64-bit words: variable `i` is bit `i % 64` of word `i / 64`;
+    /// `ceil(len / 64)` words, bits past `len` zero. (The layout the GPU prover uploads.)
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// Iterates over the bits in order.
     pub fn iter(&self) -> impl Iterator<Item = bool> + '_ {
         (0..self.len).map(move |i| self.get(i))
@@ -120,6 +126,11 @@ mod tests {
         assert!(!d.get(2));
         assert!(!d.get(500));
         assert_eq!(d.count(), 45);
+        assert_eq!(d.words().len(), 3);
+        assert_eq!(d.words()[0] & 0b1111, 0b1011, "bits 0, 1, 3 set");
+        assert_eq!(d.words()[2] >> 2, 0, "no bit past len");
+        let ones: u32 = d.words().iter().map(|w| w.count_ones()).sum();
+        assert_eq!(ones as usize, d.count());
     }
 
     #[test]

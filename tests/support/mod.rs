@@ -2,6 +2,8 @@
 //! and run (generated once, under a file lock), and one set of real 2 KiB inputs per binary.
 #![allow(dead_code)]
 
+pub mod shape;
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 

@@ -25,7 +25,7 @@ impl Backend for CpuBackend {
     }
 
     fn prove(
-        &self,
+        &mut self,
         srs: &Srs,
         asg: Assignment,
         r: Scalar,

@@ -1,0 +1,284 @@
+//! The CUDA backend: Groth16 partitions proved on one NVIDIA GPU with `cuzk-kernels`, byte
+//! for byte the proofs of the CPU backend. Circuit parameters stay resident on the device
+//! between proofs, several circuits within a VRAM budget, least recently used evicted first.
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`partition`] | one partition: upload, H by NTTs, the five MSMs, per-phase times |
+//! | [`ntt`] | the H polynomial on the device (bellperson's conventions) |
+//! | [`resident`] | a circuit's bases on the device, the LRU set under a budget |
+//! | [`vram`] | device memory accounting for the scheduler |
+//!
+//! A `CudaBackend` is created and used by one thread, the device actor's, which owns it:
+//! every method that changes the resident set takes `&mut self`, so there is no lock
+//! between a lease and the device. It is `Send` (cudarc's device types are) so the actor's
+//! thread can own it.
+
+pub mod ntt;
+pub mod partition;
+pub mod resident;
+pub mod vram;
+
+use std::sync::Arc;
+
+use bellperson::groth16::Proof;
+use blstrs::{Bls12, Scalar};
+use cuzk_kernels::{GpuDevice, PciId};
+use cuzk_pce::Assignment;
+use tracing::info_span;
+
+use crate::error::{Error, Result};
+use crate::prover::{assemble, check_shape, Backend};
+use crate::srs::Srs;
+pub use partition::{prove_msms, PhaseTimes};
+pub use resident::DeviceSrs;
+pub use vram::QueryLens;
+
+/// Share of the device's memory that resident parameters may take by default, in eighths:
+/// 5/8 (88 GB of an H200) holds PoRep 32 GiB's ~45 GiB of bases and leaves room for a
+/// 2^27 partition's working memory (about 30 GB).
+const DEFAULT_RESIDENT_EIGHTHS: u64 = 5;
+
+/// Proves on one CUDA device. See the module documentation.
+pub struct CudaBackend {
+    dev: GpuDevice,
+    label: String,
+    resident: resident::Lru<DeviceSrs>,
+    b_g2_on_host: bool,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBackend")
+            .field("device", &self.dev)
+            .field("resident_bytes", &self.resident_bytes())
+            .finish()
+    }
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal` (numbered under the current `CUDA_VISIBLE_DEVICES`), with a
+    /// resident-parameter budget of 5/8 of its memory. Errors (no driver, no such device)
+    /// are [`Error::Device`]; nothing is allocated until the first proof.
+    pub fn open(ordinal: usize) -> Result<CudaBackend> {
+        let dev = GpuDevice::open(ordinal).map_err(|source| Error::Device {
+            device: format!("cuda:{ordinal}"),
+            context: "opening the device".into(),
+            source: Box::new(source),
+        })?;
+        let budget = dev.total_memory() as u64 / 8 * DEFAULT_RESIDENT_EIGHTHS;
+        Ok(CudaBackend {
+            label: dev.pci_id().to_string(),
+            dev,
+            resident: resident::Lru::new(budget),
+            b_g2_on_host: false,
+        })
+    }
+
+    /// Computes the B query in G2 on the host's cores (the CPU backend's MSM) while the
+    /// device does the rest, instead of on the device. Same proofs either way; it pays when
+    /// the host has cores to spare (see docs/benchmarks.md). Off by default.
+    pub fn with_b_g2_on_host(mut self, on: bool) -> Self {
+        self.b_g2_on_host = on;
+        self
+    }
+
+    /// Whether the B query in G2 runs on the host (see [`CudaBackend::with_b_g2_on_host`]).
+    pub fn b_g2_on_host(&self) -> bool {
+        self.b_g2_on_host
+    }
+
+    /// Sets the budget, in bytes, for resident parameters (all circuits together), evicting
+    /// least recently used circuits until the rest fit. A circuit whose bases alone exceed
+    /// the budget cannot be proved on this backend.
+    pub fn with_resident_budget(mut self, bytes: u64) -> Self {
+        self.resident.set_budget(bytes);
+        self
+    }
+
+    /// The budget for resident parameters, in bytes.
+    pub fn resident_budget(&self) -> u64 {
+        self.resident.budget()
+    }
+
+    /// The device's PCI location (stable across `CUDA_VISIBLE_DEVICES`).
+    pub fn pci_id(&self) -> PciId {
+        self.dev.pci_id()
+    }
+
+    /// The device's UUID.
+    pub fn uuid(&self) -> [u8; 16] {
+        self.dev.uuid()
+    }
+
+    /// The device's marketing name, e.g. "NVIDIA H200". ([`Backend::name`] is the PCI id.)
+    pub fn device_name(&self) -> &str {
+        self.dev.name()
+    }
+
+    /// Total device memory in bytes.
+    pub fn total_memory(&self) -> u64 {
+        self.dev.total_memory() as u64
+    }
+
+    /// Free device memory in bytes, as the driver reports it now.
+    pub fn free_memory(&self) -> Result<u64> {
+        self.dev
+            .free_memory()
+            .map(|b| b as u64)
+            .map_err(|source| self.device_error("reading free memory".into(), source))
+    }
+
+    /// The underlying device, for callers that run kernels themselves (benchmarks).
+    pub fn device(&self) -> &GpuDevice {
+        &self.dev
+    }
+
+    /// Device bytes to reserve for one partition of `srs`'s circuit with `num_constraints`
+    /// constraints: its resident bases plus the partition's working memory (a, b, c, NTT
+    /// buffers, query scalars, MSM scratch). An upper bound; excludes the CUDA context.
+    pub fn vram_needed(srs: &Srs, num_constraints: usize) -> u64 {
+        vram::vram_needed(&QueryLens::of(&srs.params), num_constraints)
+    }
+
+    /// Device bytes `srs`'s bases take once resident.
+    pub fn resident_bytes_of(srs: &Srs) -> u64 {
+        QueryLens::of(&srs.params).resident_bytes()
+    }
+
+    /// Device bytes of all resident parameters now.
+    pub fn resident_bytes(&self) -> u64 {
+        self.resident.used()
+    }
+
+    /// Whether `srs`'s bases are resident on this device now.
+    pub fn is_resident(&self, srs: &Srs) -> bool {
+        self.resident.contains(srs.id())
+    }
+
+    /// Drops `srs`'s bases from the device (freed once no proof in progress uses them).
+    /// Returns whether they were resident.
+    pub fn evict(&mut self, srs: &Srs) -> bool {
+        self.resident.remove(srs.id())
+    }
+
+    /// Proves one partition, as [`Backend::prove`], and returns the time of each phase on
+    /// the device. The first proof of a circuit also uploads its bases (not in the phase
+    /// times; see the `upload_srs` span).
+    pub fn prove_timed(
+        &mut self,
+        srs: &Srs,
+        asg: Assignment,
+        r: Scalar,
+        s: Scalar,
+        partition: usize,
+    ) -> Result<(Proof<Bls12>, PhaseTimes)> {
+        check_shape(&srs.params, &asg, &srs.path.display().to_string())?;
+        let bases = self.resident_bases(srs, partition)?;
+        let host_g2 = self.b_g2_on_host.then(|| srs.params.b_g2.as_slice());
+        let (msm, times) = prove_msms(&self.dev, &bases, asg, partition, host_g2)?;
+        drop(bases);
+        let proof = assemble(&srs.params, &msm, r, s)?;
+        tracing::debug!(device = %self.label, partition, %times, "partition proved");
+        Ok((proof, times))
+    }
+
+    /// `srs`'s bases on the device: the resident copy, or a fresh upload after evicting
+    /// least recently used circuits to make room.
+    fn resident_bases(&mut self, srs: &Srs, partition: usize) -> Result<Arc<DeviceSrs>> {
+        let lens = QueryLens::of(&srs.params);
+        let label = self.label.clone();
+        let dev = &self.dev;
+        let set = &mut self.resident;
+        if let Some(bases) = set.get(srs.id()) {
+            if bases.lens() == lens {
+                return Ok(bases);
+            }
+            set.remove(srs.id()); // parameters replaced under the same Srs: upload again
+        }
+        let bytes = lens.resident_bytes();
+        let over = |budget: u64| Error::Prover {
+            partition,
+            backend: label.clone(),
+            reason: format!(
+                "the circuit's parameters take {bytes} bytes on the device, more than the \
+                 resident budget of {budget} bytes"
+            ),
+        };
+        let evicted = set.make_room(bytes).ok_or_else(|| over(set.budget()))?;
+        let span = info_span!("upload_srs", device = %label, bytes, evicted = evicted.len());
+        let _g = span.enter();
+        let device_error = |context: String, source: cuzk_kernels::Error| Error::Device {
+            device: label.clone(),
+            context,
+            source: Box::new(source),
+        };
+        let uploaded = match DeviceSrs::upload(dev, &srs.params) {
+            Ok(b) => b,
+            Err(first) if set.used() > 0 => {
+                // out of memory, perhaps: retry once with nothing else resident
+                tracing::warn!(error = %first, "upload failed; evicting every circuit and retrying");
+                set.clear();
+                DeviceSrs::upload(dev, &srs.params).map_err(|source| {
+                    device_error(format!("partition {partition}: uploading parameters"), source)
+                })?
+            }
+            Err(source) => {
+                return Err(device_error(
+                    format!("partition {partition}: uploading parameters"),
+                    source,
+                ))
+            }
+        };
+        set.insert(srs.id(), uploaded, bytes)
+            .map_err(|_| over(set.budget()))
+    }
+
+    fn device_error(&self, context: String, source: cuzk_kernels::Error) -> Error {
+        Error::Device {
+            device: self.label.clone(),
+            context,
+            source: Box::new(source),
+        }
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> String {
+        self.label.clone()
+    }
+
+    fn prove(
+        &mut self,
+        srs: &Srs,
+        assignment: Assignment,
+        r: Scalar,
+        s: Scalar,
+        partition: usize,
+    ) -> Result<Proof<Bls12>> {
+        self.prove_timed(srs, assignment, r, s, partition)
+            .map(|(proof, _)| proof)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_is_send() {
+        fn check<T: Send>() {}
+        check::<CudaBackend>();
+    }
+
+    #[test]
+    fn open_without_a_driver_is_a_clear_error() {
+        if cuzk_kernels::driver_present() {
+            return; // a GPU machine: the device tests cover opening
+        }
+        let err = CudaBackend::open(0).expect_err("no driver, no device");
+        assert!(matches!(err, Error::Device { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("cuda:0") && msg.contains("driver"), "{msg}");
+    }
+}

@@ -1,0 +1,422 @@
+//! One partition on the device: upload the assignment, H by NTTs, then the five MSMs
+//! against resident bases, each phase in its own span and timed.
+//!
+//! Scalar lists are those of the CPU backend ([`crate::cpu`]): H pairs the first m - 1
+//! coefficients of h with the H query; L pairs every aux value with the L query; A pairs the
+//! inputs, then the aux values whose `a_aux_density` bit is set, with the A query; B pairs
+//! the inputs whose `b_input_density` bit is set, then the aux values whose `b_aux_density`
+//! bit is set, with the B queries (G1 and G2). Selected aux values are compacted on the
+//! device; inputs (a few hundred at most) are selected on the host.
+//!
+//! Optionally B in G2, the slowest MSM on the device, runs on the host's cores with the CPU
+//! backend's MSM (zeros skipped, ones summed by batch addition) while the device does
+//! everything else, as SupraSeal does.
+
+use std::borrow::Cow;
+use std::time::{Duration, Instant};
+
+use blstrs::{G2Affine, G2Projective, Scalar};
+use cuzk_kernels::{DeviceBuffer, GpuDevice, PciId};
+use cuzk_pce::{Assignment, Density};
+use group::Group;
+use tracing::{info_span, Span};
+
+use super::resident::DeviceSrs;
+use crate::cpu::msm::{msm_g2, Selection};
+use crate::cpu::ntt::Domain;
+use crate::error::{Error, Result};
+use crate::prover::MsmResults;
+
+/// Wall-clock time of each phase of one partition on the device (each phase ends with the
+/// device idle, so the times add up to the partition's time).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PhaseTimes {
+    /// Copying a, b, c (padded to the domain) and the aux values to the device.
+    pub upload: Duration,
+    /// The seven NTTs and element-wise products of H.
+    pub ntt: Duration,
+    /// H MSM.
+    pub msm_h: Duration,
+    /// L MSM.
+    pub msm_l: Duration,
+    /// Compaction of the A scalars and the A MSM.
+    pub msm_a: Duration,
+    /// Compaction of the B scalars and the B MSM in G1.
+    pub msm_b_g1: Duration,
+    /// B MSM in G2 on the device; when it runs on the host, the time the device waited for
+    /// the host's result after its own last phase (zero when the host finished first).
+    pub msm_b_g2: Duration,
+    /// Freeing the partition's buffers and the final synchronisation (the MSM results
+    /// themselves come back inside each MSM).
+    pub download: Duration,
+}
+
+impl PhaseTimes {
+    /// Sum of the phases.
+    pub fn total(&self) -> Duration {
+        self.upload
+            + self.ntt
+            + self.msm_h
+            + self.msm_l
+            + self.msm_a
+            + self.msm_b_g1
+            + self.msm_b_g2
+            + self.download
+    }
+}
+
+impl std::fmt::Display for PhaseTimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        write!(
+            f,
+            "upload {:.1} ms, ntt {:.1} ms, msm_h {:.1} ms, msm_l {:.1} ms, msm_a {:.1} ms, \
+             msm_b_g1 {:.1} ms, msm_b_g2 {:.1} ms, download {:.1} ms, total {:.1} ms",
+            ms(self.upload),
+            ms(self.ntt),
+            ms(self.msm_h),
+            ms(self.msm_l),
+            ms(self.msm_a),
+            ms(self.msm_b_g1),
+            ms(self.msm_b_g2),
+            ms(self.download),
+            ms(self.total())
+        )
+    }
+}
+
+/// The span of a phase, named for it (span names are static), with the device's PCI id.
+fn phase_span(name: &'static str, device: PciId, partition: usize) -> Span {
+    macro_rules! spans {
+        ($($phase:literal),*) => {
+            match name {
+                $($phase => info_span!($phase, device = %device, partition),)*
+                _ => info_span!("phase", phase = name, device = %device, partition),
+            }
+        };
+    }
+    spans!("upload", "ntt", "msm_h", "msm_l", "msm_a", "msm_b_g1", "msm_b_g2", "download")
+}
+
+/// Runs `f` in the span of phase `name` (device and partition as fields), then waits for the
+/// device and adds the elapsed time to `slot`. Device errors get the phase as context.
+fn phase<T>(
+    dev: &GpuDevice,
+    partition: usize,
+    name: &'static str,
+    slot: &mut Duration,
+    f: impl FnOnce() -> cuzk_kernels::Result<T>,
+) -> Result<T> {
+    let pci = dev.pci_id();
+    let span = phase_span(name, pci, partition);
+    let _g = span.enter();
+    let t = Instant::now();
+    let out = f().and_then(|v| dev.synchronize().map(|()| v));
+    *slot += t.elapsed();
+    out.map_err(|source| Error::Device {
+        device: pci.to_string(),
+        context: format!("partition {partition}: {name}"),
+        source: Box::new(source),
+    })
+}
+
+/// The density's words covering exactly `n` variables: bits past `n` cleared, missing
+/// words zero (a variable past the density's end is unused, as `Density::get` says).
+pub fn density_words(d: &Density, n: usize) -> Cow<'_, [u64]> {
+    let want = n.div_ceil(64);
+    let words = d.words();
+    let tail_ok = n.is_multiple_of(64) || words.get(want - 1).is_none_or(|w| w >> (n % 64) == 0);
+    if words.len() == want && tail_ok {
+        return Cow::Borrowed(words);
+    }
+    let mut v: Vec<u64> = words.iter().copied().take(want).collect();
+    v.resize(want, 0);
+    if !n.is_multiple_of(64) {
+        if let Some(last) = v.last_mut() {
+            *last &= (1u64 << (n % 64)) - 1;
+        }
+    }
+    Cow::Owned(v)
+}
+
+/// The selected elements of `v`, in order (`d.get(i)` for each index `i`).
+fn select(v: &[Scalar], d: &Density) -> Vec<Scalar> {
+    v.iter()
+        .enumerate()
+        .filter(|(i, _)| d.get(*i))
+        .map(|(_, s)| *s)
+        .collect()
+}
+
+/// A device buffer of `len` scalars, or `None` for an empty one (nothing to allocate).
+fn alloc(dev: &GpuDevice, len: usize) -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
+    if len == 0 {
+        return Ok(None);
+    }
+    dev.alloc_zeroed(len).map(Some)
+}
+
+/// Copies `v` into a new device buffer zero padded to `len >= v.len()` elements.
+fn upload_padded(
+    dev: &GpuDevice,
+    v: &[Scalar],
+    len: usize,
+) -> cuzk_kernels::Result<DeviceBuffer<Scalar>> {
+    if v.len() == len {
+        return dev.upload(v);
+    }
+    let mut buf = dev.alloc_zeroed(len)?;
+    dev.copy_to_device_at(v, &mut buf, 0)?;
+    Ok(buf)
+}
+
+/// `head` from the host followed by the elements of `aux` (on the device) selected by
+/// `words`, in a new buffer of `len` elements. Errors when the counts do not add up to `len`.
+fn head_then_selected(
+    dev: &GpuDevice,
+    head: &[Scalar],
+    aux: Option<&DeviceBuffer<Scalar>>,
+    words: &[u64],
+    len: usize,
+) -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
+    let Some(mut buf) = alloc(dev, len)? else {
+        let selected: usize = words.iter().map(|w| w.count_ones() as usize).sum();
+        if head.is_empty() && (aux.is_none() || selected == 0) {
+            return Ok(None);
+        }
+        return Err(cuzk_kernels::Error::Length {
+            op: "query scalars (inputs + selected aux)",
+            expected: 0,
+            got: head.len() + selected,
+        });
+    };
+    dev.copy_to_device_at(head, &mut buf, 0)?;
+    let written = match aux {
+        Some(aux) => dev.fr_compact(aux, words, &mut buf, head.len())?,
+        None => 0,
+    };
+    if head.len() + written != len {
+        return Err(cuzk_kernels::Error::Length {
+            op: "query scalars (inputs + selected aux)",
+            expected: len,
+            got: head.len() + written,
+        });
+    }
+    Ok(Some(buf))
+}
+
+/// B in G2 on the host, exactly as the CPU backend computes it: inputs selected by
+/// `b_input`, then aux values selected by `b_aux`, against `bases` in that order.
+fn host_b_g2(
+    bases: &[G2Affine],
+    input: &[Scalar],
+    aux: &[Scalar],
+    b_input: &Density,
+    b_aux: &Density,
+) -> std::result::Result<G2Projective, String> {
+    let nb_in = b_input.count().min(bases.len());
+    let x = msm_g2(&bases[..nb_in], input, Selection::Dense(b_input))?;
+    let y = msm_g2(&bases[nb_in..], aux, Selection::Dense(b_aux))?;
+    Ok(x + y)
+}
+
+/// Proves the MSM part of one partition on `dev` against `srs`: returns the five group
+/// elements that [`crate::prover::assemble`] combines, and the time of each phase.
+///
+/// With `b_g2_host` (the host's copy of the B query in G2, the same points as `srs.b_g2`),
+/// B in G2 is computed on the host's cores while the device works, and `srs.b_g2` is not
+/// used. The assignment must have the shape `srs` was made for (see
+/// [`crate::prover::check_shape`]); a mismatch is an error, never a wrong result.
+pub fn prove_msms(
+    dev: &GpuDevice,
+    srs: &DeviceSrs,
+    asg: Assignment,
+    partition: usize,
+    b_g2_host: Option<&[G2Affine]>,
+) -> Result<(MsmResults, PhaseTimes)> {
+    let mut t = PhaseTimes::default();
+    let Assignment {
+        input,
+        aux,
+        a,
+        b,
+        c,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+    } = asg;
+    let domain = Domain::for_size(a.len())?;
+    let m = domain.m;
+    let lens = srs.lens();
+    if lens.h + 1 != m || lens.l != aux.len() {
+        return Err(Error::Prover {
+            partition,
+            backend: dev.pci_id().to_string(),
+            reason: format!(
+                "resident bases {lens:?} do not fit a domain of {m} and {} aux values",
+                aux.len()
+            ),
+        });
+    }
+    // Inputs are few: select them on the host. The scalar counts must match the bases.
+    let b_inputs = select(&input, &b_input_density);
+    let a_words = density_words(&a_aux_density, aux.len());
+    let b_words = density_words(&b_aux_density, aux.len());
+
+    std::thread::scope(|scope| {
+        let host = b_g2_host.map(|bases| {
+            let (input, aux) = (&input, &aux);
+            let (bi, ba) = (&b_input_density, &b_aux_density);
+            scope.spawn(move || {
+                let span = info_span!("msm_b_g2_host", partition, n = bases.len());
+                span.in_scope(|| host_b_g2(bases, input, aux, bi, ba))
+            })
+        });
+        let (mut d_a, d_b, d_c, d_aux) = phase(dev, partition, "upload", &mut t.upload, || {
+            let padded = |v: &[Scalar]| -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
+                if m < 2 {
+                    return Ok(None);
+                }
+                upload_padded(dev, v, m).map(Some)
+            };
+            let aux_buf = if aux.is_empty() {
+                None
+            } else {
+                Some(dev.upload(&aux)?)
+            };
+            Ok((padded(&a)?, padded(&b)?, padded(&c)?, aux_buf))
+        })?;
+        drop((a, b, c)); // host copies: the device has them now
+
+        // H: with a domain of one point the H query is empty.
+        phase(dev, partition, "ntt", &mut t.ntt, || {
+            if let (Some(a), Some(b), Some(c)) = (d_a.as_mut(), d_b, d_c) {
+                super::ntt::compute_h(dev, a, b, c)?;
+            }
+            Ok(())
+        })?;
+        let h = phase(dev, partition, "msm_h", &mut t.msm_h, || match &d_a {
+            Some(h) => dev.msm_at(&srs.h, 0..lens.h, h, 0),
+            None => Ok(Group::identity()),
+        })?;
+        drop(d_a); // m scalars: free before the other MSMs
+
+        let l = phase(dev, partition, "msm_l", &mut t.msm_l, || match &d_aux {
+            Some(aux) => dev.msm(&srs.l, 0..lens.l, aux),
+            None => Ok(Group::identity()),
+        })?;
+
+        let a_sum = phase(dev, partition, "msm_a", &mut t.msm_a, || {
+            let scalars = head_then_selected(dev, &input, d_aux.as_ref(), &a_words, lens.a)?;
+            match &scalars {
+                Some(s) => dev.msm(&srs.a, 0..lens.a, s),
+                None => Ok(Group::identity()),
+            }
+        })?;
+
+        let b_scalars = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
+            head_then_selected(dev, &b_inputs, d_aux.as_ref(), &b_words, lens.b_g1)
+        })?;
+        drop(d_aux); // aux values: every query's scalars are built
+        let b_g1 = phase(
+            dev,
+            partition,
+            "msm_b_g1",
+            &mut t.msm_b_g1,
+            || match &b_scalars {
+                Some(s) => dev.msm(&srs.b_g1, 0..lens.b_g1, s),
+                None => Ok(Group::identity()),
+            },
+        )?;
+        let b_g2 = match host {
+            Some(handle) => {
+                let span = info_span!("msm_b_g2", device = %dev.pci_id(), partition, host = true);
+                let _g = span.enter();
+                let waited = Instant::now();
+                let joined = handle
+                    .join()
+                    .map_err(|_| "the host thread panicked".to_string())
+                    .and_then(|r| r);
+                t.msm_b_g2 += waited.elapsed();
+                joined.map_err(|reason| Error::Prover {
+                    partition,
+                    backend: dev.pci_id().to_string(),
+                    reason: format!("B query in G2 on the host: {reason}"),
+                })?
+            }
+            None => phase(dev, partition, "msm_b_g2", &mut t.msm_b_g2, || {
+                if lens.b_g2 != lens.b_g1 {
+                    return Err(cuzk_kernels::Error::Length {
+                        op: "B query in G2",
+                        expected: lens.b_g1,
+                        got: lens.b_g2,
+                    });
+                }
+                match &b_scalars {
+                    Some(s) => dev.msm(&srs.b_g2, 0..lens.b_g2, s),
+                    None => Ok(Group::identity()),
+                }
+            })?,
+        };
+        phase(dev, partition, "download", &mut t.download, || {
+            drop(b_scalars);
+            Ok(())
+        })?;
+        Ok((
+            MsmResults {
+                h,
+                l,
+                a: a_sum,
+                b_g1,
+                b_g2,
+            },
+            t,
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn density(bits: &[bool]) -> Density {
+        let mut d = Density::new();
+        for &b in bits {
+            d.push(b);
+        }
+        d
+    }
+
+    #[test]
+    fn density_words_cover_exactly_n() {
+        let d = density(&[true, false, true]);
+        assert_eq!(&*density_words(&d, 3), &[0b101]);
+        assert!(matches!(density_words(&d, 3), Cow::Borrowed(_)));
+        // shorter density: padded with unused variables
+        assert_eq!(&*density_words(&d, 130), &[0b101, 0, 0]);
+        // longer density: bits past n dropped, as Density::get-based selection does
+        assert_eq!(&*density_words(&d, 1), &[0b1]);
+        assert!(density_words(&d, 0).is_empty());
+        let full = density(&[true; 64]);
+        assert_eq!(&*density_words(&full, 64), &[u64::MAX]);
+    }
+
+    #[test]
+    fn select_keeps_order_and_skips_past_the_end() {
+        let v: Vec<Scalar> = (0..5u64).map(Scalar::from).collect();
+        let d = density(&[true, false, true]);
+        assert_eq!(select(&v, &d), vec![Scalar::from(0u64), Scalar::from(2u64)]);
+    }
+
+    #[test]
+    fn phase_times_add_up() {
+        let t = PhaseTimes {
+            upload: Duration::from_millis(1),
+            ntt: Duration::from_millis(2),
+            msm_b_g2: Duration::from_millis(4),
+            ..Default::default()
+        };
+        assert_eq!(t.total(), Duration::from_millis(7));
+        assert!(t.to_string().contains("total 7.0 ms"));
+    }
+}

@@ -1,0 +1,147 @@
+//! Device memory accounting: the bytes a circuit's resident bases take, and the working
+//! memory one partition needs on top, so that a scheduler can reserve real VRAM per lease.
+//!
+//! Working memory follows the order in which [`super::partition`] allocates and frees
+//! buffers; the estimate is the largest of its phases, with each MSM counted at
+//! [`cuzk_kernels::msm_scratch_bytes`] (a sum of all its scratch buffers, so an upper bound).
+//! Not counted: the CUDA context and the loaded kernel modules, a per-device constant of a
+//! few hundred MiB that exists before any lease.
+
+use bellperson::groth16::Parameters;
+use blstrs::Bls12;
+use cuzk_kernels::{msm_scratch_bytes, G1, G2};
+
+/// Bytes of one Fr scalar on the device.
+pub const SCALAR_BYTES: u64 = 32;
+/// Bytes of one affine G1 point on the device (blst layout, uncompressed).
+pub const G1_BYTES: u64 = 96;
+/// Bytes of one affine G2 point on the device.
+pub const G2_BYTES: u64 = 192;
+/// The NTT's twiddle and coset tables, allocated once per device (about 2 MiB, rounded up).
+pub const NTT_TABLES_BYTES: u64 = 4 << 20;
+
+/// Point counts of a circuit's five queries: all the device memory needs to know about its
+/// parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct QueryLens {
+    /// H query (m - 1 points for a domain of m).
+    pub h: usize,
+    /// L query (one point per aux variable).
+    pub l: usize,
+    /// A query (inputs, then aux variables used in A).
+    pub a: usize,
+    /// B query in G1 (inputs and aux variables used in B).
+    pub b_g1: usize,
+    /// B query in G2 (same count as `b_g1`).
+    pub b_g2: usize,
+}
+
+impl QueryLens {
+    /// The counts of `params`' queries.
+    pub fn of(params: &Parameters<Bls12>) -> Self {
+        QueryLens {
+            h: params.h.len(),
+            l: params.l.len(),
+            a: params.a.len(),
+            b_g1: params.b_g1.len(),
+            b_g2: params.b_g2.len(),
+        }
+    }
+
+    /// Bytes the bases take once resident on a device.
+    pub fn resident_bytes(&self) -> u64 {
+        (self.h + self.l + self.a + self.b_g1) as u64 * G1_BYTES + self.b_g2 as u64 * G2_BYTES
+    }
+}
+
+/// Working memory, in bytes, of one partition of a circuit with these queries and
+/// `num_constraints` constraints (domain m = the next power of two), besides the resident
+/// bases: the largest of the prover's phases.
+pub fn working_bytes(q: &QueryLens, num_constraints: usize) -> u64 {
+    let m = num_constraints.max(1).next_power_of_two() as u64;
+    let domain = m * SCALAR_BYTES; // one of a, b, c padded to m
+    let aux = q.l as u64 * SCALAR_BYTES;
+    let a_scalars = q.a as u64 * SCALAR_BYTES;
+    let b_scalars = q.b_g1 as u64 * SCALAR_BYTES;
+    // bitmap words and their prefix counts, uploaded for one compaction
+    let bitmap = (q.l as u64).div_ceil(64) * (8 + 4);
+    let phases = [
+        // upload and H: a, b, c and aux on the device
+        3 * domain + aux,
+        // H MSM over the first m - 1 of the m coefficients
+        domain + aux + msm_scratch_bytes::<G1>(q.h),
+        // L MSM
+        aux + msm_scratch_bytes::<G1>(q.l),
+        // A: compaction, then the MSM
+        aux + a_scalars + bitmap,
+        aux + a_scalars + msm_scratch_bytes::<G1>(q.a),
+        // B: compaction (A's scalars freed), then aux freed, then the two MSMs
+        aux + b_scalars + bitmap,
+        b_scalars + msm_scratch_bytes::<G1>(q.b_g1).max(msm_scratch_bytes::<G2>(q.b_g2)),
+    ];
+    NTT_TABLES_BYTES + phases.into_iter().max().unwrap_or(0)
+}
+
+/// Resident bases plus one partition's working memory.
+pub fn vram_needed(q: &QueryLens, num_constraints: usize) -> u64 {
+    q.resident_bytes() + working_bytes(q, num_constraints)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// PoRep 32 GiB-like counts: 130M constraints, domain 2^27.
+    fn porep_32g() -> QueryLens {
+        let aux = 130_000_000;
+        QueryLens {
+            h: (1 << 27) - 1,
+            l: aux,
+            a: aux,
+            b_g1: aux / 4,
+            b_g2: aux / 4,
+        }
+    }
+
+    #[test]
+    fn resident_bytes_count_every_point() {
+        let q = QueryLens {
+            h: 3,
+            l: 5,
+            a: 7,
+            b_g1: 2,
+            b_g2: 2,
+        };
+        assert_eq!(q.resident_bytes(), (3 + 5 + 7 + 2) * 96 + 2 * 192);
+        assert_eq!(QueryLens::default().resident_bytes(), 0);
+    }
+
+    #[test]
+    fn working_memory_covers_the_domain_buffers_and_an_msm() {
+        let q = porep_32g();
+        let w = working_bytes(&q, 130_278_541);
+        let m = 1u64 << 27;
+        assert!(w >= 3 * m * 32 + q.l as u64 * 32, "a, b, c and aux");
+        assert!(w >= msm_scratch_bytes::<G1>(q.h));
+        // fits an H200 next to its resident bases, with room to spare
+        let total = vram_needed(&q, 130_278_541);
+        assert!(total < 141 << 30, "{} GiB", total >> 30);
+        assert!(total > q.resident_bytes());
+        // one constraint past 2^k doubles the domain buffers
+        let small = QueryLens {
+            h: 1023,
+            l: 900,
+            a: 900,
+            b_g1: 100,
+            b_g2: 100,
+        };
+        assert!(working_bytes(&small, 1025) >= working_bytes(&small, 1024));
+        let no_msm = QueryLens::default();
+        assert_eq!(
+            working_bytes(&no_msm, (1 << 20) + 1) - working_bytes(&no_msm, 1 << 20),
+            3 * (1 << 20) * 32,
+            "a, b and c at 2^21 instead of 2^20"
+        );
+        assert!(working_bytes(&QueryLens::default(), 0) >= NTT_TABLES_BYTES);
+    }
+}

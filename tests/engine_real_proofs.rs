@@ -1,0 +1,102 @@
+//! Real 2 KiB proofs through the Engine on mock devices backed by the CPU prover (I6: every
+//! returned proof verifies), with a device that fails every other partition so partitions
+//! are synthesised again and proved elsewhere, and byte-identical to the single-request
+//! pipeline with the same fixed r and s.
+
+mod support;
+
+use std::time::Duration;
+
+use blstrs::Scalar;
+use cuzk::actors::mock::find_overlap;
+use cuzk::{
+    CpuBackend, DeviceChoice, Engine, EngineConfig, MockDevice, MockDriver, ProofKind,
+    ProveOptions, Randomness, SubmitOptions,
+};
+
+#[test]
+fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
+    let kinds = [ProofKind::WinningPost, ProofKind::WindowPost];
+    for k in kinds {
+        support::store_with(k);
+    }
+    let (r, s) = (Scalar::from(7u64), Scalar::from(11u64));
+    let opts = ProveOptions {
+        randomness: Randomness::Fixed(r, s),
+        verify: true,
+        pce: true,
+    };
+    let mut devs = vec![MockDevice::new(6), MockDevice::new(7)];
+    devs[0].fail_every = Some(2);
+    let driver = MockDriver::new(devs.clone());
+    let rec = driver.recorder();
+    let mut cfg = EngineConfig::new(support::params_dir());
+    cfg.devices = DeviceChoice::mock(&driver);
+    cfg.prove = opts.clone();
+    cfg.synthesis_workers = 2;
+    let engine = Engine::start(cfg).expect("engine starts");
+    let mut jobs = Vec::new();
+    for round in 0..2 {
+        for k in kinds {
+            let req = support::inputs().get(k).clone();
+            let s = engine
+                .submit(&req, SubmitOptions::default())
+                .unwrap_or_else(|e| panic!("round {round} {k}: {e}"));
+            jobs.push((k, s.job));
+        }
+    }
+    let store = support::store_with(ProofKind::WinningPost);
+    for (k, job) in &jobs {
+        let res = engine
+            .wait(*job, Some(Duration::from_secs(600)))
+            .expect("job completes");
+        assert!(res.verified);
+        let req = support::inputs().get(*k);
+        assert!(
+            cuzk::verify(&store, req, &res.proof).expect("verifier runs"),
+            "{k}"
+        );
+        let reference = cuzk::prove(&store, &mut CpuBackend, req, &opts, &|_| {}).expect("pipeline");
+        assert_eq!(
+            res.proof, reference.bytes,
+            "{k}: engine and pipeline differ"
+        );
+    }
+    let st = engine.status().expect("status");
+    assert_eq!(st.completed, 4);
+    assert!(
+        st.srs.len() >= 2,
+        "both parameter sets loaded: {:?}",
+        st.srs
+    );
+    engine.shutdown(Duration::from_secs(5)).expect("shutdown");
+    let iv = rec.take();
+    assert!(find_overlap(&iv).is_none());
+    assert!(
+        iv.iter().any(|i| i.outcome == "failed"),
+        "the failing device failed some partitions, which were proved again elsewhere"
+    );
+}
+
+#[test]
+fn a_bad_request_is_refused_at_submit_and_the_engine_keeps_serving() {
+    support::store_with(ProofKind::WinningPost);
+    let mut cfg = EngineConfig::new(support::params_dir());
+    cfg.devices = DeviceChoice::Cpu;
+    let engine = Engine::start(cfg).expect("engine starts");
+    let mut bad = support::inputs().winning_post.clone();
+    if let cuzk::ProofInputs::Post(p) = &mut bad.inputs {
+        p.vanilla_proofs = vec![vec![1, 2, 3]];
+    }
+    let e = engine
+        .submit(&bad, SubmitOptions::default())
+        .expect_err("garbage accepted");
+    assert!(e.to_string().contains("vanilla"), "{e}");
+    let good = engine
+        .prove(&support::inputs().winning_post, SubmitOptions::default())
+        .expect("a good request still proves");
+    assert!(good.verified);
+    assert_eq!(engine.devices().len(), 1);
+    assert!(engine.devices()[0].id.is_cpu());
+    engine.shutdown(Duration::from_secs(1)).expect("shutdown");
+}

@@ -1,0 +1,317 @@
+//! On a CUDA device, the GPU backend's proofs are byte-identical to the CPU backend's and to
+//! bellperson 0.27's `create_proof` with the same r and s, for every proof kind at 2 KiB and
+//! for synthetic circuits of many shapes (no public input, a domain of one point, sizes
+//! around powers of two), with B in G2 on the device or on the host, and they verify. Parameters stay resident between proofs; under a
+//! small budget the least recently used circuit is evicted and the proofs do not change.
+//!
+//! Run on a GPU machine (parameters are generated into `$CUZK_TEST_PARAMS` on first use):
+//! `CUZK_TEST_PARAMS=/tmp/p gpu_proofs --include-ignored --test-threads=1 --nocapture`.
+
+mod support;
+
+use std::time::Instant;
+
+use bellperson::groth16::{create_proof, generate_random_parameters, verify_proof, Proof};
+use blstrs::{Bls12, Scalar};
+use cuzk::{
+    circuits, prove_circuit, CpuBackend, CudaBackend, Error, ProofKind, ProveOptions, Randomness,
+    Srs,
+};
+use ff::Field;
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use support::shape::{Empty, Shape};
+
+fn gpu() -> CudaBackend {
+    let gpu = CudaBackend::open(0).unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "device {} ({}), {} GiB",
+        cuzk::Backend::name(&gpu),
+        gpu.device_name(),
+        gpu.total_memory() >> 30
+    );
+    gpu
+}
+
+fn bytes(p: &Proof<Bls12>) -> Vec<u8> {
+    let mut v = Vec::new();
+    p.write(&mut v).expect("serialise");
+    v
+}
+
+fn fixed(r: Scalar, s: Scalar) -> ProveOptions {
+    ProveOptions {
+        randomness: Randomness::Fixed(r, s),
+        verify: true,
+        pce: true,
+    }
+}
+
+/// One kind end to end: CPU, GPU (cold, then warm) and bellperson give the same bytes.
+fn check_kind(kind: ProofKind) {
+    let mut gpu = gpu();
+    let store = support::store_with(kind);
+    let request = support::inputs().get(kind);
+    let (r, s) = (Scalar::from(0xdead_beefu64), Scalar::from(0x0bad_cafeu64));
+    let opts = fixed(r, s);
+    let cpu = cuzk::prove(&store, &mut CpuBackend, request, &opts, &|_| {}).expect("CPU proves");
+    let cold = cuzk::prove(&store, &mut gpu, request, &opts, &|_| {}).expect("GPU proves");
+    let warm = cuzk::prove(&store, &mut gpu, request, &opts, &|_| {}).expect("GPU proves again");
+    assert!(cold.verified && warm.verified);
+    // B in G2 on the host's cores, overlapped with the device: the same proof
+    let mut host_g2 = self::gpu().with_b_g2_on_host(true);
+    let _ = cuzk::prove(&store, &mut host_g2, request, &opts, &|_| {}).expect("GPU + host proves");
+    let overlapped =
+        cuzk::prove(&store, &mut host_g2, request, &opts, &|_| {}).expect("GPU + host proves");
+    assert_eq!(
+        overlapped.bytes, cpu.bytes,
+        "{kind}: B G2 on the host differs"
+    );
+    drop(host_g2);
+    assert_eq!(
+        hex::encode(&cold.bytes),
+        hex::encode(&cpu.bytes),
+        "{kind}: GPU and CPU proofs differ"
+    );
+    assert_eq!(
+        cold.bytes, warm.bytes,
+        "{kind}: resident bases changed the proof"
+    );
+
+    let srs = store.get(request.proof).expect("params");
+    let plan = circuits::plan(request).expect("plan");
+    let mut theirs = Vec::new();
+    for job in plan.partitions {
+        let p = job
+            .circuit
+            .prove_with_bellperson(&srs.params, r, s)
+            .expect("bellperson proves");
+        p.write(&mut theirs).expect("serialise");
+    }
+    assert_eq!(
+        hex::encode(&cold.bytes),
+        hex::encode(&theirs),
+        "{kind}: GPU and bellperson proofs differ"
+    );
+    for (proof, inputs) in cold.partitions.iter().zip(&cold.public_inputs) {
+        assert!(verify_proof(&srs.pvk, proof, inputs).expect("verifier runs"));
+        let mut wrong = inputs.clone();
+        wrong[0] += Scalar::ONE;
+        assert!(
+            !verify_proof(&srs.pvk, proof, &wrong).unwrap_or(false),
+            "{kind}: proof accepted with a changed public input"
+        );
+    }
+    assert!(cuzk::verify(&store, request, &cold.bytes).expect("verify bytes"));
+
+    // the phases of partition 0, warm, and the memory accounting
+    assert!(gpu.is_resident(&srs));
+    assert_eq!(gpu.resident_bytes(), CudaBackend::resident_bytes_of(&srs));
+    let job = circuits::plan(request)
+        .expect("plan")
+        .partitions
+        .into_iter()
+        .next()
+        .expect("one partition");
+    let asg = job.circuit.synthesize().expect("synthesis");
+    let n = asg.num_constraints();
+    let t = Instant::now();
+    let (proof, phases) = gpu.prove_timed(&srs, asg, r, s, 0).expect("GPU proves");
+    let wall = t.elapsed();
+    assert_eq!(
+        bytes(&proof),
+        cold.bytes[..192],
+        "{kind}: prove_timed differs"
+    );
+    let needed = CudaBackend::vram_needed(&srs, n);
+    assert!(needed > gpu.resident_bytes());
+    println!(
+        "{kind}: {n} constraints, {} partition(s); prove: CPU {:.3?}, GPU cold {:.3?} (uploads \
+         parameters, loads kernels), GPU warm {:.3?}, GPU warm with B G2 on the host {:.3?}; \
+         partition 0 warm {wall:.3?} = {phases}; resident {} MiB, vram_needed {} MiB",
+        cold.partitions.len(),
+        cpu.timings.prove,
+        cold.timings.prove,
+        warm.timings.prove,
+        overlapped.timings.prove,
+        gpu.resident_bytes() >> 20,
+        needed >> 20,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn winning_post_2k_gpu_matches_cpu_and_bellperson() {
+    check_kind(ProofKind::WinningPost);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn window_post_2k_gpu_matches_cpu_and_bellperson() {
+    check_kind(ProofKind::WindowPost);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn porep_2k_gpu_matches_cpu_and_bellperson() {
+    check_kind(ProofKind::PorepC2);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn snap_deals_2k_gpu_matches_cpu_and_bellperson() {
+    check_kind(ProofKind::SnapDeals);
+}
+
+/// A synthetic circuit, its parameters and a satisfying instance.
+struct Case {
+    name: String,
+    srs: Srs,
+    circuit: Shape,
+}
+
+fn case(rng: &mut ChaCha8Rng, squarings: usize, inputs: usize, linear: usize) -> Case {
+    let blank = Shape {
+        x: None,
+        squarings,
+        inputs,
+        linear,
+    };
+    let params = generate_random_parameters::<Bls12, _, _>(blank, &mut *rng).expect("params");
+    Case {
+        name: format!("{squarings}/{inputs}/{linear}"),
+        srs: Srs::from_parameters(params),
+        circuit: Shape {
+            x: Some(Scalar::random(&mut *rng)),
+            squarings,
+            inputs,
+            linear,
+        },
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
+    let mut gpu = gpu();
+    let mut host_g2 = self::gpu().with_b_g2_on_host(true);
+    let mut rng = ChaCha8Rng::seed_from_u64(2026);
+    let shapes = [
+        (1, 0, 0), // no public input
+        (0, 1, 0), // no aux variable in B
+        (3, 5, 1),
+        (61, 1, 0), // 64 constraints with the input rows
+        (62, 1, 0), // just past a power of two
+        (1000, 3, 20),
+        (20_000, 40, 77), // domain 2^15, 40 inputs
+    ];
+    let mut cases = Vec::new();
+    for (squarings, inputs, linear) in shapes {
+        let c = case(&mut rng, squarings, inputs, linear);
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let theirs = create_proof(c.circuit.clone(), &c.srs.params, r, s).expect("bellperson");
+        let opts = fixed(r, s);
+        let (cpu, _) = prove_circuit(&c.srs, &mut CpuBackend, c.circuit.clone(), &opts).expect("CPU");
+        let (ours, inputs) =
+            prove_circuit(&c.srs, &mut gpu, c.circuit.clone(), &opts).expect("GPU proves");
+        assert_eq!(
+            bytes(&ours),
+            bytes(&theirs),
+            "{}: GPU vs bellperson",
+            c.name
+        );
+        assert_eq!(bytes(&ours), bytes(&cpu), "{}: GPU vs CPU", c.name);
+        let (overlapped, _) =
+            prove_circuit(&c.srs, &mut host_g2, c.circuit.clone(), &opts).expect("GPU + host");
+        assert_eq!(
+            bytes(&overlapped),
+            bytes(&cpu),
+            "{}: B G2 on the host",
+            c.name
+        );
+        assert!(verify_proof(&c.srs.pvk, &ours, &inputs).expect("verifier runs"));
+        cases.push(c);
+    }
+
+    // a domain of one point: no H query, no NTT
+    let params = generate_random_parameters::<Bls12, _, _>(Empty, &mut rng).expect("params");
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let theirs = create_proof(Empty, &params, r, s).expect("bellperson");
+    let srs = Srs::from_parameters(params);
+    let (ours, _) = prove_circuit(&srs, &mut gpu, Empty, &fixed(r, s)).expect("GPU proves");
+    assert_eq!(bytes(&ours), bytes(&theirs), "empty circuit");
+    let (ours, _) = prove_circuit(&srs, &mut host_g2, Empty, &fixed(r, s)).expect("GPU + host");
+    assert_eq!(
+        bytes(&ours),
+        bytes(&theirs),
+        "empty circuit, B G2 on the host"
+    );
+
+    // parameters of another circuit are refused, not turned into a bad proof
+    let asg = cuzk::pce::synthesize(cases[5].circuit.clone()).expect("synthesis");
+    let err = cuzk::Backend::prove(&mut gpu, &cases[6].srs, asg, r, s, 3).expect_err("wrong params");
+    assert!(err.to_string().contains("another circuit"), "{err}");
+    // all of them stayed resident (the default budget is large)
+    assert!(cases.iter().all(|c| gpu.is_resident(&c.srs)));
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn two_circuits_stay_resident_and_lru_eviction_keeps_proofs() {
+    let mut rng = ChaCha8Rng::seed_from_u64(77);
+    let p = case(&mut rng, 3000, 2, 10);
+    let q = case(&mut rng, 5000, 4, 0);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let opts = fixed(r, s);
+    let prove = |backend: &mut dyn cuzk::Backend, c: &Case| -> cuzk::Result<Vec<u8>> {
+        prove_circuit(&c.srs, backend, c.circuit.clone(), &opts).map(|(p, _)| bytes(&p))
+    };
+    let want_p = prove(&mut CpuBackend, &p).expect("CPU");
+    let want_q = prove(&mut CpuBackend, &q).expect("CPU");
+    let (bp, bq) = (
+        CudaBackend::resident_bytes_of(&p.srs),
+        CudaBackend::resident_bytes_of(&q.srs),
+    );
+
+    // a large budget: both stay
+    let mut gpu = gpu();
+    let free_before = gpu.free_memory().expect("free memory");
+    for _ in 0..2 {
+        assert_eq!(prove(&mut gpu, &p).expect("GPU"), want_p);
+        assert_eq!(prove(&mut gpu, &q).expect("GPU"), want_q);
+    }
+    assert!(gpu.is_resident(&p.srs) && gpu.is_resident(&q.srs));
+    assert_eq!(gpu.resident_bytes(), bp + bq);
+    let free_after = gpu.free_memory().expect("free memory");
+    println!(
+        "resident {} + {} bytes; free memory {} -> {} bytes",
+        bp, bq, free_before, free_after
+    );
+    assert!(
+        free_before.saturating_sub(free_after) >= (bp + bq) * 9 / 10,
+        "the resident bases should occupy device memory"
+    );
+    assert!(gpu.evict(&p.srs));
+    assert!(!gpu.is_resident(&p.srs));
+    assert_eq!(gpu.resident_bytes(), bq);
+    drop(gpu);
+
+    // room for one circuit only: the least recently used one goes
+    let mut gpu = self::gpu().with_resident_budget(bp.max(bq));
+    assert_eq!(prove(&mut gpu, &p).expect("GPU"), want_p);
+    assert!(gpu.is_resident(&p.srs));
+    assert_eq!(prove(&mut gpu, &q).expect("GPU"), want_q);
+    assert!(gpu.is_resident(&q.srs) && !gpu.is_resident(&p.srs));
+    assert_eq!(gpu.resident_bytes(), bq);
+    assert_eq!(prove(&mut gpu, &p).expect("GPU"), want_p);
+    assert!(gpu.is_resident(&p.srs) && !gpu.is_resident(&q.srs));
+    assert_eq!(gpu.resident_bytes(), bp);
+    drop(gpu);
+
+    // room for neither: a clear error, nothing resident
+    let mut gpu = self::gpu().with_resident_budget(bp.min(bq) - 1);
+    let err = prove(&mut gpu, &p).expect_err("over budget");
+    assert!(matches!(err, Error::Prover { .. }), "{err:?}");
+    assert!(err.to_string().contains("resident budget"), "{err}");
+    assert_eq!(gpu.resident_bytes(), 0);
+}
