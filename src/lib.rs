@@ -34,6 +34,7 @@
 
 pub mod batch;
 pub mod bench;
+pub mod daemon;
 
 pub use cuzk_actors as actors;
 pub use cuzk_actors::{

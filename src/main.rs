@@ -142,6 +142,24 @@ enum Cmd {
         #[arg(long, default_value = "2KiB")]
         sector_size: String,
     },
+    /// Serve Curio's cuzk.v1 gRPC API on a unix socket or TCP (`cuzk config example`).
+    Daemon(cuzk::daemon::DaemonArgs),
+    /// Daemon configuration: print the commented default file, check a file.
+    #[command(subcommand)]
+    Config(cuzk::daemon::ConfigCmd),
+    /// Drive a running daemon: prove, await, cancel, status, metrics, preload, evict.
+    Client(cuzk::daemon::ClientArgs),
+}
+
+/// Exit status of a daemon-side command (they install their own logging).
+fn exit_with(r: cuzk::daemon::Result<()>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Progress on stderr: a spinner on a terminal, plain lines otherwise.
@@ -198,6 +216,13 @@ impl Reporter {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let cmd = match cli.cmd {
+        Cmd::Daemon(args) => return exit_with(cuzk::daemon::run_daemon(args, cli.params_dir)),
+        Cmd::Config(c) => return exit_with(cuzk::daemon::run_config(c)),
+        Cmd::Client(args) => return exit_with(cuzk::daemon::client::run(args)),
+        other => other,
+    };
+    let cli = Cli { cmd, ..cli };
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -424,6 +449,8 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             runs,
             sector_size.parse()?,
         )?),
+        // Served from main, before this CLI's logging is installed.
+        Cmd::Daemon(_) | Cmd::Config(_) | Cmd::Client(_) => Ok(()),
     }
 }
 

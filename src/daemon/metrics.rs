@@ -1,0 +1,462 @@
+//! Prometheus metrics: counters and histograms fed by finished jobs and by the service,
+//! gauges read from an engine status snapshot when the text is rendered.
+//!
+//! Names (all prefixed `cuzk_`): `jobs_submitted_total{kind}`,
+//! `jobs_completed_total{kind}`, `jobs_failed_total{kind,cause}`,
+//! `jobs_cancelled_total{kind}`, `requests_rejected_total{reason}` (a gRPC code, or
+//! `wire_scan` for messages the codec refused before decoding),
+//! `rpc_requests_total{method,code}`, `job_duration_seconds{kind}` and
+//! `phase_duration_seconds{kind,phase}` (histograms), `queue_pending{kind}`,
+//! `queue_in_progress{kind}`, `device_busy_seconds_total{device,name}`,
+//! `device_vram_total_bytes`, `device_vram_leased_bytes`, `device_quarantined`,
+//! `srs_loaded_bytes{circuit}`, `srs_users{circuit}`, `uptime_seconds`, `shutting_down`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::config::circuit_id;
+use super::engine::{Ending, JobReport, Snapshot};
+use crate::ProofKind;
+
+/// Histogram bucket upper bounds, seconds: from a WinningPoSt phase (milliseconds) to a
+/// PoRep 32 GiB job (minutes).
+const BUCKETS: [f64; 17] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 60.0, 120.0, 300.0, 600.0,
+    1800.0,
+];
+
+#[derive(Clone, Debug, Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, d: Duration) {
+        let s = d.as_secs_f64();
+        for (c, le) in self.counts.iter_mut().zip(BUCKETS) {
+            if s <= le {
+                *c += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += s;
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    submitted: BTreeMap<ProofKind, u64>,
+    completed: BTreeMap<ProofKind, u64>,
+    failed: BTreeMap<(ProofKind, &'static str), u64>,
+    cancelled: BTreeMap<ProofKind, u64>,
+    rejected: BTreeMap<&'static str, u64>,
+    rpc: BTreeMap<(&'static str, String), u64>,
+    job: BTreeMap<ProofKind, Histogram>,
+    phase: BTreeMap<(ProofKind, &'static str), Histogram>,
+}
+
+/// The daemon's metrics registry.
+#[derive(Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+impl Metrics {
+    fn with<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut g)
+    }
+
+    /// Counts an accepted submission (a resubmission is not counted again).
+    pub fn job_submitted(&self, kind: ProofKind) {
+        self.with(|m| *m.submitted.entry(kind).or_default() += 1);
+    }
+
+    /// Counts a refused request; `reason` is the gRPC code's name in snake case.
+    pub fn request_rejected(&self, reason: &'static str) {
+        self.with(|m| *m.rejected.entry(reason).or_default() += 1);
+    }
+
+    /// Counts a finished gRPC call.
+    pub fn rpc_done(&self, method: &'static str, code: tonic::Code) {
+        let code = format!("{code:?}");
+        self.with(|m| *m.rpc.entry((method, code)).or_default() += 1);
+    }
+
+    /// Records a finished job (the engine calls this once per job).
+    pub fn job_done(&self, report: &JobReport) {
+        let kind = report.kind;
+        self.with(|m| match report.ending {
+            Ending::Completed => {
+                *m.completed.entry(kind).or_default() += 1;
+                m.job.entry(kind).or_default().observe(report.timings.total);
+                for (phase, d) in report.timings.phases() {
+                    m.phase.entry((kind, phase)).or_default().observe(d);
+                }
+            }
+            Ending::Failed(cause) => *m.failed.entry((kind, cause)).or_default() += 1,
+            Ending::Cancelled => *m.cancelled.entry(kind).or_default() += 1,
+        });
+    }
+
+    /// The Prometheus text exposition of the counters and of `status`'s gauges.
+    pub fn render(&self, status: &Snapshot) -> String {
+        let mut out = String::with_capacity(8 << 10);
+        self.with(|m| render_counters(&mut out, m));
+        render_gauges(&mut out, status);
+        out
+    }
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP cuzk_{name} {help}");
+    let _ = writeln!(out, "# TYPE cuzk_{name} {kind}");
+}
+
+/// Escapes a label value (backslash, double quote, newline).
+fn esc(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn per_kind(out: &mut String, name: &str, help: &str, map: &BTreeMap<ProofKind, u64>) {
+    header(out, name, "counter", help);
+    for kind in ProofKind::ALL {
+        let v = map.get(&kind).copied().unwrap_or(0);
+        let _ = writeln!(out, "cuzk_{name}{{kind=\"{kind}\"}} {v}");
+    }
+}
+
+fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
+    for (le, c) in BUCKETS.iter().zip(h.counts) {
+        let _ = writeln!(out, "cuzk_{name}_bucket{{{labels},le=\"{le}\"}} {c}");
+    }
+    let _ = writeln!(
+        out,
+        "cuzk_{name}_bucket{{{labels},le=\"+Inf\"}} {}",
+        h.count
+    );
+    let _ = writeln!(out, "cuzk_{name}_sum{{{labels}}} {}", h.sum);
+    let _ = writeln!(out, "cuzk_{name}_count{{{labels}}} {}", h.count);
+}
+
+fn render_counters(out: &mut String, m: &Inner) {
+    per_kind(
+        out,
+        "jobs_submitted_total",
+        "Jobs accepted, by proof kind.",
+        &m.submitted,
+    );
+    per_kind(
+        out,
+        "jobs_completed_total",
+        "Jobs proved and verified, by proof kind.",
+        &m.completed,
+    );
+    per_kind(
+        out,
+        "jobs_cancelled_total",
+        "Jobs cancelled (by a caller or by shutdown).",
+        &m.cancelled,
+    );
+    header(
+        out,
+        "jobs_failed_total",
+        "counter",
+        "Jobs failed, by proof kind and cause.",
+    );
+    for ((kind, cause), v) in &m.failed {
+        let _ = writeln!(
+            out,
+            "cuzk_jobs_failed_total{{kind=\"{kind}\",cause=\"{}\"}} {v}",
+            esc(cause)
+        );
+    }
+    header(
+        out,
+        "requests_rejected_total",
+        "counter",
+        "Requests refused at the boundary, by reason.",
+    );
+    let _ = writeln!(
+        out,
+        "cuzk_requests_rejected_total{{reason=\"wire_scan\"}} {}",
+        super::codec::refused()
+    );
+    for (reason, v) in &m.rejected {
+        let _ = writeln!(
+            out,
+            "cuzk_requests_rejected_total{{reason=\"{}\"}} {v}",
+            esc(reason)
+        );
+    }
+    header(
+        out,
+        "rpc_requests_total",
+        "counter",
+        "gRPC calls answered, by method and status code.",
+    );
+    for ((method, code), v) in &m.rpc {
+        let _ = writeln!(
+            out,
+            "cuzk_rpc_requests_total{{method=\"{}\",code=\"{}\"}} {v}",
+            esc(method),
+            esc(code)
+        );
+    }
+    header(
+        out,
+        "job_duration_seconds",
+        "histogram",
+        "Submission to proof, completed jobs, by kind.",
+    );
+    for (kind, h) in &m.job {
+        histogram(out, "job_duration_seconds", &format!("kind=\"{kind}\""), h);
+    }
+    header(
+        out,
+        "phase_duration_seconds",
+        "histogram",
+        "Time per phase of completed jobs (summed over partitions), by kind and phase.",
+    );
+    for ((kind, phase), h) in &m.phase {
+        histogram(
+            out,
+            "phase_duration_seconds",
+            &format!("kind=\"{kind}\",phase=\"{phase}\""),
+            h,
+        );
+    }
+}
+
+/// The circuit id of a loaded parameter set, else its identifier.
+fn srs_name(r: &super::engine::SrsView) -> String {
+    esc(&r.proof.map_or_else(
+        || r.identifier.clone(),
+        |p| circuit_id(p.kind, p.sector_size),
+    ))
+}
+
+fn render_gauges(out: &mut String, s: &Snapshot) {
+    header(
+        out,
+        "queue_pending",
+        "gauge",
+        "Jobs waiting, by proof kind.",
+    );
+    for q in &s.queues {
+        let _ = writeln!(
+            out,
+            "cuzk_queue_pending{{kind=\"{}\"}} {}",
+            q.kind, q.pending
+        );
+    }
+    header(
+        out,
+        "queue_in_progress",
+        "gauge",
+        "Jobs running, by proof kind.",
+    );
+    for q in &s.queues {
+        let _ = writeln!(
+            out,
+            "cuzk_queue_in_progress{{kind=\"{}\"}} {}",
+            q.kind, q.in_progress
+        );
+    }
+    let dev = |d: &super::engine::DeviceView| {
+        let id = if d.pci.is_empty() {
+            "cpu".to_string()
+        } else {
+            d.pci.clone()
+        };
+        format!("device=\"{}\",name=\"{}\"", esc(&id), esc(&d.name))
+    };
+    header(
+        out,
+        "device_busy_seconds_total",
+        "counter",
+        "Time each device spent running work.",
+    );
+    for d in &s.devices {
+        let _ = writeln!(
+            out,
+            "cuzk_device_busy_seconds_total{{{}}} {}",
+            dev(d),
+            d.busy.as_secs_f64()
+        );
+    }
+    header(
+        out,
+        "device_vram_total_bytes",
+        "gauge",
+        "Device memory, bytes.",
+    );
+    for d in &s.devices {
+        let _ = writeln!(
+            out,
+            "cuzk_device_vram_total_bytes{{{}}} {}",
+            dev(d),
+            d.vram_total
+        );
+    }
+    header(
+        out,
+        "device_vram_leased_bytes",
+        "gauge",
+        "Device memory reserved by active leases, bytes.",
+    );
+    for d in &s.devices {
+        let _ = writeln!(
+            out,
+            "cuzk_device_vram_leased_bytes{{{}}} {}",
+            dev(d),
+            d.vram_leased
+        );
+    }
+    header(
+        out,
+        "device_quarantined",
+        "gauge",
+        "1 when a device receives no work after repeated failures.",
+    );
+    for d in &s.devices {
+        let _ = writeln!(
+            out,
+            "cuzk_device_quarantined{{{}}} {}",
+            dev(d),
+            u8::from(d.quarantined)
+        );
+    }
+    header(
+        out,
+        "srs_loaded_bytes",
+        "gauge",
+        "Loaded parameter sets, bytes, by circuit.",
+    );
+    for r in &s.srs {
+        let _ = writeln!(
+            out,
+            "cuzk_srs_loaded_bytes{{circuit=\"{}\"}} {}",
+            srs_name(r),
+            r.size_bytes
+        );
+    }
+    header(
+        out,
+        "srs_users",
+        "gauge",
+        "Running jobs using each loaded parameter set.",
+    );
+    for r in &s.srs {
+        let _ = writeln!(
+            out,
+            "cuzk_srs_users{{circuit=\"{}\"}} {}",
+            srs_name(r),
+            r.users
+        );
+    }
+    header(
+        out,
+        "uptime_seconds",
+        "gauge",
+        "Seconds since the daemon started.",
+    );
+    let _ = writeln!(out, "cuzk_uptime_seconds {}", s.uptime.as_secs());
+    header(
+        out,
+        "shutting_down",
+        "gauge",
+        "1 once the daemon stopped accepting work.",
+    );
+    let _ = writeln!(out, "cuzk_shutting_down {}", u8::from(s.shutting_down));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::engine::{PhaseTimes, QueueView};
+    use super::*;
+
+    /// Every sample line is `name{labels} value` with a parseable value, and every sample's
+    /// family has a TYPE line before it.
+    fn check_exposition(text: &str) {
+        let mut typed = std::collections::HashSet::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                typed.insert(rest.split(' ').next().unwrap().to_string());
+                continue;
+            }
+            if line.starts_with("# HELP ") {
+                continue;
+            }
+            let (series, value) = line.rsplit_once(' ').expect(line);
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+            let name = series.split('{').next().unwrap();
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s).filter(|f| typed.contains(*f)))
+                .unwrap_or(name);
+            assert!(typed.contains(family), "no TYPE for {line}");
+            if series.contains('{') {
+                assert!(series.ends_with('}'), "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn exposition_is_well_formed_and_counts() {
+        let m = Metrics::default();
+        m.job_submitted(ProofKind::WindowPost);
+        m.job_done(&JobReport {
+            kind: ProofKind::WindowPost,
+            ending: Ending::Completed,
+            timings: PhaseTimes {
+                gpu_compute: Duration::from_millis(700),
+                total: Duration::from_secs(2),
+                ..PhaseTimes::default()
+            },
+        });
+        m.job_done(&JobReport {
+            kind: ProofKind::PorepC2,
+            ending: Ending::Failed("invalid-input"),
+            timings: PhaseTimes::default(),
+        });
+        m.rpc_done("Prove", tonic::Code::Ok);
+        m.request_rejected("invalid_argument");
+        let snap = Snapshot {
+            queues: vec![QueueView {
+                kind: ProofKind::WinningPost,
+                pending: 3,
+                in_progress: 1,
+                pending_partitions: 3,
+                in_progress_partitions: 1,
+            }],
+            devices: vec![super::super::engine::DeviceView {
+                name: "a \"quoted\" name".into(),
+                busy: Duration::from_millis(1500),
+                ..Default::default()
+            }],
+            ..Snapshot::default()
+        };
+        let text = m.render(&snap);
+        check_exposition(&text);
+        for want in [
+            "cuzk_jobs_completed_total{kind=\"window-post\"} 1",
+            "cuzk_jobs_failed_total{kind=\"porep-c2\",cause=\"invalid-input\"} 1",
+            "cuzk_job_duration_seconds_bucket{kind=\"window-post\",le=\"1\"} 0",
+            "cuzk_job_duration_seconds_bucket{kind=\"window-post\",le=\"2.5\"} 1",
+            "cuzk_phase_duration_seconds_sum{kind=\"window-post\",phase=\"gpu_compute\"} 0.7",
+            "cuzk_queue_pending{kind=\"winning-post\"} 3",
+            "cuzk_device_busy_seconds_total{device=\"cpu\",name=\"a \\\"quoted\\\" name\"} 1.5",
+            "cuzk_rpc_requests_total{method=\"Prove\",code=\"Ok\"} 1",
+            "cuzk_requests_rejected_total{reason=\"invalid_argument\"} 1",
+        ] {
+            assert!(text.contains(want), "missing {want}\n{text}");
+        }
+    }
+}
