@@ -128,7 +128,14 @@ fn missing_parameter_file_is_reported_with_its_path() {
     let dir = tempfile::tempdir().unwrap();
     let store = SrsStore::new(dir.path());
     let req = &support::inputs().window_post;
-    let err = cuzk::prove(&store, &mut CpuBackend, req, &ProveOptions::default(), &|_| {}).unwrap_err();
+    let err = cuzk::prove(
+        &store,
+        &mut CpuBackend,
+        req,
+        &ProveOptions::default(),
+        &|_| {},
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::ParamsMissing { .. }), "{err}");
     let e = err.to_string();
     assert!(

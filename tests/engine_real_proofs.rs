@@ -56,7 +56,8 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
             cuzk::verify(&store, req, &res.proof).expect("verifier runs"),
             "{k}"
         );
-        let reference = cuzk::prove(&store, &mut CpuBackend, req, &opts, &|_| {}).expect("pipeline");
+        let reference =
+            cuzk::prove(&store, &mut CpuBackend, req, &opts, &|_| {}).expect("pipeline");
         assert_eq!(
             res.proof, reference.bytes,
             "{k}: engine and pipeline differ"

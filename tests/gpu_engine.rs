@@ -32,26 +32,40 @@ fn engine_proves_every_kind_on_the_gpus_like_the_cpu() {
     cfg.trace_file = Some(trace.clone());
     cfg.synthesis_workers = 4;
     let engine = Engine::start(cfg).expect("engine starts");
-    assert_eq!(engine.driver_name(), "cuda", "a GPU machine proves on its GPUs");
+    assert_eq!(
+        engine.driver_name(),
+        "cuda",
+        "a GPU machine proves on its GPUs"
+    );
     let gpus = engine.devices().len();
     eprintln!("devices: {:?}", engine.devices());
     let mut jobs = Vec::new();
     for round in 0..(2 * gpus) {
         for k in ProofKind::ALL {
             let req = support::inputs().get(k);
-            let s = engine.submit(req, SubmitOptions::default()).expect("accepted");
+            let s = engine
+                .submit(req, SubmitOptions::default())
+                .expect("accepted");
             jobs.push((round, k, s.job));
         }
     }
     let store = support::store_with(ProofKind::WinningPost);
     for (round, k, job) in &jobs {
-        let r = engine.wait(*job, Some(Duration::from_secs(600))).expect("proved");
+        let r = engine
+            .wait(*job, Some(Duration::from_secs(600)))
+            .expect("proved");
         assert!(r.verified);
         let req = support::inputs().get(*k);
-        assert!(cuzk::verify(&store, req, &r.proof).expect("verifier"), "{k}");
+        assert!(
+            cuzk::verify(&store, req, &r.proof).expect("verifier"),
+            "{k}"
+        );
         if *round == 0 {
             let cpu = cuzk::prove(&store, &mut CpuBackend, req, &opts, &|_| {}).expect("CPU");
-            assert_eq!(r.proof, cpu.bytes, "{k}: GPU engine and CPU pipeline differ");
+            assert_eq!(
+                r.proof, cpu.bytes,
+                "{k}: GPU engine and CPU pipeline differ"
+            );
         }
     }
     let st = engine.status().expect("status");

@@ -188,7 +188,8 @@ fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let theirs = create_proof(c.circuit.clone(), &c.srs.params, r, s).expect("bellperson");
         let opts = fixed(r, s);
-        let (cpu, _) = prove_circuit(&c.srs, &mut CpuBackend, c.circuit.clone(), &opts).expect("CPU");
+        let (cpu, _) =
+            prove_circuit(&c.srs, &mut CpuBackend, c.circuit.clone(), &opts).expect("CPU");
         let (ours, inputs) =
             prove_circuit(&c.srs, &mut gpu, c.circuit.clone(), &opts).expect("GPU proves");
         assert_eq!(
@@ -226,7 +227,8 @@ fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
 
     // parameters of another circuit are refused, not turned into a bad proof
     let asg = cuzk::pce::synthesize(cases[5].circuit.clone()).expect("synthesis");
-    let err = cuzk::Backend::prove(&mut gpu, &cases[6].srs, asg, r, s, 3).expect_err("wrong params");
+    let err =
+        cuzk::Backend::prove(&mut gpu, &cases[6].srs, asg, r, s, 3).expect_err("wrong params");
     assert!(err.to_string().contains("another circuit"), "{err}");
     // all of them stayed resident (the default budget is large)
     assert!(cases.iter().all(|c| gpu.is_resident(&c.srs)));

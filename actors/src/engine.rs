@@ -91,7 +91,9 @@ pub struct EngineConfig {
     pub on_job_done: Option<Arc<dyn Fn(&JobReport) + Send + Sync>>,
     /// How often lease timeouts are checked.
     pub tick: Duration,
-    /// Finished jobs whose results are kept for late waiters.
+    /// Finished jobs whose results are kept for late waiters (oldest dropped first; a wait
+    /// for a dropped result answers `UnknownJob`). Size it above the number of jobs a caller
+    /// may submit before waiting for them.
     pub retain_results: usize,
 }
 
@@ -249,7 +251,7 @@ pub struct SrsStatus {
     pub size_bytes: u64,
     /// Size of its file.
     pub file_bytes: u64,
-    /// Jobs holding it now.
+    /// Running jobs proving with it now.
     pub users: usize,
 }
 

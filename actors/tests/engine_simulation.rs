@@ -493,6 +493,7 @@ fn a_burst_of_ten_thousand_submissions_pushes_back_and_loses_nothing() {
     let mut cfg = config(&driver);
     cfg.max_outstanding_partitions = 1500;
     cfg.host_memory_budget = 64 << 20; // 64 partitions of 1 MiB
+    cfg.retain_results = 10_000; // every accepted job's result is kept until waited for here
     let engine = Engine::start(cfg).unwrap();
     let (mut accepted, mut refused) = (Vec::new(), 0usize);
     let mut max_host = 0;

@@ -40,11 +40,7 @@ fn code(path: &Path) -> Vec<(usize, String)> {
 fn no_lock_between_a_lease_and_a_device() {
     let r = root();
     let mut files = Vec::new();
-    for d in [
-        "actors/src/runtime",
-        "engine/src/cpu",
-        "engine/src/cuda",
-    ] {
+    for d in ["actors/src/runtime", "engine/src/cpu", "engine/src/cuda"] {
         rust_files(&r.join(d), &mut files);
     }
     for f in [
@@ -60,7 +56,10 @@ fn no_lock_between_a_lease_and_a_device() {
     ] {
         files.push(r.join(f));
     }
-    assert!(files.len() > 12, "the paths moved: update this test ({files:?})");
+    assert!(
+        files.len() > 12,
+        "the paths moved: update this test ({files:?})"
+    );
     let mut found = Vec::new();
     for f in &files {
         for (n, line) in code(f) {
@@ -69,7 +68,11 @@ fn no_lock_between_a_lease_and_a_device() {
             }
         }
     }
-    assert!(found.is_empty(), "locks on the device path:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "locks on the device path:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]

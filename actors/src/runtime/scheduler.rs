@@ -705,7 +705,13 @@ impl SchedulerActor {
                 identifier,
                 size_bytes: s.memory_bytes(),
                 file_bytes: s.file_bytes,
-                users: Arc::strong_count(&s).saturating_sub(2),
+                users: self
+                    .jobs
+                    .values()
+                    .filter(|e| {
+                        matches!(&e.input, EntryInput::Proof { srs: Some(x), .. } if Arc::ptr_eq(x, &s))
+                    })
+                    .count(),
             })
             .collect();
         EngineStatus {

@@ -220,7 +220,10 @@ impl CudaBackend {
                 tracing::warn!(error = %first, "upload failed; evicting every circuit and retrying");
                 set.clear();
                 DeviceSrs::upload(dev, &srs.params).map_err(|source| {
-                    device_error(format!("partition {partition}: uploading parameters"), source)
+                    device_error(
+                        format!("partition {partition}: uploading parameters"),
+                        source,
+                    )
                 })?
             }
             Err(source) => {
