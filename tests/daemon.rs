@@ -63,11 +63,7 @@ async fn prove_both_ways_and_check_accounts(d: &Daemon) {
     let winning2 = submit_await(&mut c, ProofKind::WinningPost).await;
     assert_completed(ProofKind::WinningPost, &winning2);
 
-    let s = c
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let s = status(&mut c).await;
     assert_eq!(s.total_proofs_completed, 4);
     assert_eq!(s.total_proofs_failed, 0);
     assert_eq!(s.gpus.len(), 1, "the CPU is one device");
@@ -88,12 +84,7 @@ async fn prove_both_ways_and_check_accounts(d: &Daemon) {
     );
     assert!(s.pinned_memory_bytes >= s.loaded_srs.iter().map(|r| r.size_bytes).sum::<u64>());
 
-    let m = c
-        .get_metrics(pb::GetMetricsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .prometheus_text;
+    let m = metrics_text(&mut c).await;
     for kind in ["winning-post", "window-post"] {
         let done = format!("cuzk_jobs_completed_total{{kind=\"{kind}\"}}");
         assert_eq!(metric(&m, &done), Some(2.0), "{done}\n{m}");
@@ -190,12 +181,7 @@ async fn resubmitting_a_request_id_returns_the_same_job() {
         (late.job_id.as_str(), late.existing),
         (first.job_id.as_str(), true)
     );
-    let m = c
-        .get_metrics(pb::GetMetricsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .prometheus_text;
+    let m = metrics_text(&mut c).await;
     assert_eq!(
         metric(&m, "cuzk_jobs_submitted_total{kind=\"window-post\"}"),
         Some(1.0)
@@ -324,22 +310,13 @@ async fn cancel_pending_and_in_flight_jobs() {
     // The device keeps working, and the discarded result was never counted.
     let ok = prove(&mut c, ProofKind::WindowPost).await;
     assert_completed(ProofKind::WindowPost, &ok);
-    let s = c
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let s = status(&mut c).await;
     assert_eq!(
         (s.total_proofs_completed, s.total_proofs_cancelled),
         (1, 2),
         "{s:?}"
     );
-    let m = c
-        .get_metrics(pb::GetMetricsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .prometheus_text;
+    let m = metrics_text(&mut c).await;
     assert_eq!(
         metric(&m, "cuzk_jobs_cancelled_total{kind=\"winning-post\"}"),
         Some(1.0)
@@ -369,11 +346,7 @@ async fn preload_and_evict_parameters() {
     assert!(!p.already_loaded && p.size_bytes > 1 << 20, "{p:?}");
     let p = c.preload_srs(pre("wpost-2k")).await.unwrap().into_inner();
     assert!(p.already_loaded, "{p:?}");
-    let s = c
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let s = status(&mut c).await;
     assert_eq!(s.loaded_srs.len(), 1);
     assert_eq!(s.loaded_srs[0].circuit_id, "wpost-2k");
     let e = c.evict_srs(ev("wpost-2k")).await.unwrap().into_inner();
@@ -383,11 +356,7 @@ async fn preload_and_evict_parameters() {
     );
     let e = c.evict_srs(ev("wpost-2k")).await.unwrap().into_inner();
     assert!(!e.was_loaded && e.freed_bytes == 0);
-    let s = c
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let s = status(&mut c).await;
     assert!(s.loaded_srs.is_empty(), "{s:?}");
 
     // Refused while a job proves with them, and it says so.
@@ -466,11 +435,7 @@ async fn sigterm_with_work_in_flight_answers_every_waiter_then_exits_zero() {
     // Every call is inside the daemon before the signal.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let s = c
-            .get_status(pb::GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let s = status(&mut c).await;
         let jobs: u32 = s.queues.iter().map(|q| q.pending + q.in_progress).sum();
         if jobs == 3 {
             break;
@@ -529,11 +494,7 @@ async fn a_second_signal_exits_at_once() {
     // While draining, new work is refused with UNAVAILABLE and status says so.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let s = c
-            .get_status(pb::GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let s = status(&mut c).await;
         if s.shutting_down {
             break;
         }

@@ -443,12 +443,7 @@ async fn hostile_requests_get_clear_errors_and_the_daemon_keeps_serving() {
         .unwrap();
     assert_eq!(status_of(&r), S::Completed, "{r:?}");
     assert_verifies(ProofKind::WindowPost, &r.proof);
-    let m = c
-        .get_metrics(pb::GetMetricsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .prometheus_text;
+    let m = metrics_text(&mut c).await;
     let rejected = metric(
         &m,
         "cuzk_requests_rejected_total{reason=\"invalid_argument\"}",

@@ -191,11 +191,7 @@ pub fn status_of(r: &pb::AwaitProofResponse) -> pb::await_proof_response::Status
 pub async fn until_on_device(c: &mut Client, job: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let s = c
-            .get_status(pb::GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let s = status(c).await;
         if s.gpus.iter().any(|g| g.current_job_id == job) {
             return;
         }
@@ -237,4 +233,21 @@ pub fn http_get(base: &str, path: &str) -> (u16, String) {
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
     (code, body)
+}
+
+/// The daemon's Prometheus text, through GetMetrics.
+pub async fn metrics_text(c: &mut Client) -> String {
+    c.get_metrics(pb::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text
+}
+
+/// The daemon's status, through GetStatus.
+pub async fn status(c: &mut Client) -> pb::GetStatusResponse {
+    c.get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner()
 }
