@@ -129,11 +129,11 @@ POINT_FN void xyzz_add(Xyzz<F>& p, const Xyzz<F>& q) {
     p.ZZZ = p.ZZZ * q.ZZZ * PPP;
 }
 
-// p = k * p for a small non-negative k (double-and-add from the top bit).
+// p = k * p for a small non-negative k (double-and-add from k's highest set bit).
 template <class F>
 DEVI void xyzz_mul_small(Xyzz<F>& p, u32 k) {
     Xyzz<F> acc = Xyzz<F>::inf();
-    for (int bit = 31; bit >= 0; bit--) {
+    for (int bit = k ? 31 - __clz(k) : -1; bit >= 0; bit--) {
         xyzz_dbl(acc);
         if ((k >> bit) & 1) xyzz_add(acc, p);
     }

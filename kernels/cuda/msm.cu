@@ -9,7 +9,10 @@
 //   msm_scatter     write (point index | sign << 31) into per-bucket lists
 //   msm_parts, msm_part_bucket  split each bucket into parts of at most k entries
 //   msm_accumulate  one thread per part sums its affine points in XYZZ
-//   msm_combine     one thread per bucket sums its parts
+//   msm_tree_round  pairwise sums of the parts of each bucket, log2(most parts) rounds, so a
+//                   crowded bucket (all the scalars equal to 1 land in one) is summed in
+//                   logarithmic depth instead of by one thread
+//   msm_combine     bucket b takes its first part (the sum after the rounds)
 //   msm_segments    per window segment: running sums weighted by bucket index
 //   msm_sum_groups  sums consecutive groups of XYZZ points (tree reduction)
 //   (host)          Horner over windows with blstrs
@@ -124,13 +127,16 @@ extern "C" __global__ void MSM_NAME(msm_scan)(const u32* __restrict__ counts, u3
     if (t == blockDim.x - 1) offsets[block_end] = b0 + sums[t];
 }
 
-// Parts per bucket: a bucket of c entries is summed by max(1, ceil(c / k)) threads.
+// Parts per bucket: a bucket of c entries is summed by max(1, ceil(c / k)) threads;
+// most_parts[0] receives the largest count (it must start at 0).
 extern "C" __global__ void MSM_NAME(msm_parts)(const u32* __restrict__ offsets, u32 nbuckets, u32 k,
-                                               u32* __restrict__ parts) {
+                                               u32* __restrict__ parts, u32* __restrict__ most_parts) {
     u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nbuckets) return;
     u32 c = offsets[b + 1] - offsets[b];
-    parts[b] = max(1u, (c + k - 1) / k);
+    u32 p = max(1u, (c + k - 1) / k);
+    parts[b] = p;
+    if (p > 1) atomicMax(most_parts, p);
 }
 
 // part_bucket[p] = the bucket part p belongs to.
@@ -180,16 +186,30 @@ extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ 
     partial[p] = acc;
 }
 
-// One thread per bucket: buckets[b] = sum of its parts.
+// One round of the pairwise sum of each bucket's parts: with `stride` = 2^r, the part at
+// local index j (j a multiple of 2 * stride) adds the part at j + stride when it exists.
+// After rounds r = 0 .. ceil(log2(most parts)) - 1 the first part of each bucket holds the
+// bucket's sum. Rounds are separate launches, so every read sees the previous round's writes.
+extern "C" __global__ void MSM_NAME(msm_tree_round)(PXyzz* __restrict__ partial, const u32* __restrict__ part_offsets,
+                                                    const u32* __restrict__ part_bucket, u32 nparts, u32 stride) {
+    u32 p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= nparts) return;
+    u32 b = part_bucket[p];
+    u32 first = part_offsets[b];
+    u32 local = p - first;
+    if ((local & (2 * stride - 1)) != 0) return;
+    if (local + stride >= part_offsets[b + 1] - first) return;
+    PXyzz acc = partial[p];
+    xyzz_add(acc, partial[p + stride]);
+    partial[p] = acc;
+}
+
+// One thread per bucket: buckets[b] = its first part (its sum after the tree rounds).
 extern "C" __global__ void MSM_NAME(msm_combine)(const PXyzz* __restrict__ partial, const u32* __restrict__ part_offsets,
                                                  u32 nbuckets, PXyzz* __restrict__ buckets) {
     u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nbuckets) return;
-    u32 begin = part_offsets[b];
-    u32 end = part_offsets[b + 1];
-    PXyzz acc = partial[begin];
-    for (u32 p = begin + 1; p < end; p++) xyzz_add(acc, partial[p]);
-    buckets[b] = acc;
+    buckets[b] = partial[part_offsets[b]];
 }
 
 // One thread per (window, segment of `seg` buckets): out = sum_{b in segment} (b + 1) * B_b,

@@ -395,15 +395,28 @@ impl GpuDevice {
         drop(canon);
         mark("scatter");
 
-        // 5. split buckets into parts of at most k entries. k is 4x the mean bucket size:
-        // measured on an H200, k = mean cost 15% more than no split (more partial sums to write
-        // and combine); the split is there for crowded buckets (small scalars, the top window).
-        let k = (4 * (n * nw as usize).div_ceil(nbuckets)).max(16) as u32;
+        // 5. split buckets into parts of at most k entries. k is 4x the mean bucket size over
+        // the entries that exist (zero digits make none, so small scalars make few): measured on
+        // an H200, k = mean cost 15% more than no split (more partial sums to write and
+        // combine); the split is there for crowded buckets (all the scalars equal to 1 land in
+        // one bucket, and the top window has few buckets).
+        let entries = stream
+            .clone_dtoh(&offsets.slice(nbuckets..nbuckets + 1))
+            .map_err(self.drv("reading the MSM entry count"))?;
+        self.synchronize()?;
+        let entries = entries[0] as usize;
+        let k = (4 * entries.div_ceil(nbuckets)).max(16) as u32;
         let mut parts = alloc_u32(nbuckets)?;
+        let mut most_parts = alloc_u32(1)?;
         let f = kernel("msm_parts")?;
         let mut l = stream.launch_builder(&f);
-        l.arg(&offsets).arg(&nbuckets32).arg(&k).arg(&mut parts);
-        // SAFETY: (const u32* offsets[nbuckets + 1], u32 nbuckets, u32 k, u32* parts[nbuckets]).
+        l.arg(&offsets)
+            .arg(&nbuckets32)
+            .arg(&k)
+            .arg(&mut parts)
+            .arg(&mut most_parts);
+        // SAFETY: (const u32* offsets[nbuckets + 1], u32 nbuckets, u32 k, u32* parts[nbuckets],
+        // u32* most_parts[1], zeroed).
         unsafe { l.launch(cfg(nbuckets, 256)) }.map_err(self.drv("launching msm_parts"))?;
         let mut part_offsets = alloc_u32(nbuckets + 1)?;
         self.exclusive_scan::<C>(&parts, nbuckets, &mut part_offsets, None)?;
@@ -411,9 +424,14 @@ impl GpuDevice {
         let nparts = stream
             .clone_dtoh(&part_offsets.slice(nbuckets..nbuckets + 1))
             .map_err(self.drv("reading the MSM part count"))?;
+        let most_parts = stream
+            .clone_dtoh(&most_parts)
+            .map_err(self.drv("reading the MSM part count"))?;
         self.synchronize()?;
         let nparts = nparts[0] as usize;
         let nparts32 = nparts as u32;
+        // rounds of the pairwise sum: ceil(log2(most parts)), 0 when no bucket was split
+        let rounds = most_parts[0].max(1).next_power_of_two().trailing_zeros();
         let mut part_bucket = alloc_u32(nparts)?;
         let f = kernel("msm_part_bucket")?;
         let mut l = stream.launch_builder(&f);
@@ -439,8 +457,23 @@ impl GpuDevice {
         // Xyzz* partial[nparts]); sorted entries index points < n.
         unsafe { l.launch(cfg(nparts, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
         drop(sorted);
-        drop(part_bucket);
         mark("accumulate");
+        let f = kernel("msm_tree_round")?;
+        for r in 0..rounds {
+            let stride = 1u32 << r;
+            let mut l = stream.launch_builder(&f);
+            l.arg(&mut partial)
+                .arg(&part_offsets)
+                .arg(&part_bucket)
+                .arg(&nparts32)
+                .arg(&stride);
+            // SAFETY: (Xyzz* partial[nparts], const u32* part_offsets[nbuckets + 1],
+            // const u32* part_bucket[nparts], u32 nparts, u32 stride); a thread reads
+            // partial[p + stride] only when that part belongs to the same bucket.
+            unsafe { l.launch(cfg(nparts, 128)) }.map_err(self.drv("launching msm_tree_round"))?;
+        }
+        drop(part_bucket);
+        mark("combine");
         let mut buckets = alloc_xyzz(nbuckets)?;
         let f = kernel("msm_combine")?;
         let mut l = stream.launch_builder(&f);
@@ -454,7 +487,7 @@ impl GpuDevice {
         drop(partial);
         drop(offsets);
         drop(part_offsets);
-        mark("combine");
+        mark("gather");
 
         // 7. weighted window sums per segment
         let seg = (nbuckets / 65536).next_power_of_two().clamp(1, nb);

@@ -7,7 +7,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand_chacha::ChaCha8Rng;
-use rand_core::SeedableRng;
+use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
 const CHUNK: usize = 1024;
@@ -20,6 +20,27 @@ pub fn scalars(seed: u64, n: usize) -> Vec<Scalar> {
         .for_each(|(c, chunk)| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32) ^ 0x5ca1a7);
             chunk.iter_mut().for_each(|s| *s = Scalar::random(&mut rng));
+        });
+    out
+}
+
+/// `n` scalars shaped like a Filecoin witness (the aux values of a PoRep partition, as in
+/// `gpu_partition_bench`): 40% zero, 35% one, 15% below 2^32, 10% full width, in random
+/// order (parallel, deterministic).
+pub fn filecoin_scalars(seed: u64, n: usize) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(1 << 14)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32) ^ 0xf11e);
+            chunk.iter_mut().for_each(|s| {
+                *s = match rng.next_u32() % 100 {
+                    0..40 => Scalar::ZERO,
+                    40..75 => Scalar::ONE,
+                    75..90 => Scalar::from(u64::from(rng.next_u32())),
+                    _ => Scalar::random(&mut rng),
+                }
+            });
         });
     out
 }

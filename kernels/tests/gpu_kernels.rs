@@ -8,7 +8,9 @@ use blst::{blst_fp, blst_fp2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_kernels::layout::host;
 use cuzk_kernels::reference;
-use cuzk_kernels::testdata::{g1_points, g2_points, msm_g1_cpu, msm_g2_cpu, scalars, seed};
+use cuzk_kernels::testdata::{
+    filecoin_scalars, g1_points, g2_points, msm_g1_cpu, msm_g2_cpu, scalars, seed,
+};
 use cuzk_kernels::{field, GpuDevice, NttKind};
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve, Group};
@@ -301,6 +303,43 @@ fn msm_case<P: Copy>(seed: u64, n: usize, points: &mut [P], identity: P) -> Vec<
     s
 }
 
+/// Buckets crowded enough to be split into many parts and summed pairwise (all the scalars
+/// equal to 1 land in one bucket): witness-shaped scalars at sizes whose part counts are
+/// not powers of two, every scalar 1 (one huge bucket), and every scalar 1 over points
+/// followed by their negations (the pairwise sums cancel to the identity on the way).
+fn crowded_bucket_cases<P: Copy>(
+    points: &[P],
+    one_case: impl Fn(&[P], &[Scalar], &str),
+    identity: P,
+    negate: impl Fn(P) -> P,
+) {
+    let seed = seed();
+    for n in [(1 << 16) + 1, 300_007, points.len().min((1 << 20) - 3)] {
+        let sc = filecoin_scalars(seed + n as u64, n);
+        one_case(
+            &points[..n],
+            &sc,
+            &format!("n={n}, Filecoin-shaped scalars"),
+        );
+    }
+    let n = 200_003;
+    one_case(
+        &points[..n],
+        &vec![Scalar::ONE; n],
+        "n=200003, every scalar 1",
+    );
+    let half = 100_000;
+    let mut pts = points[..half].to_vec();
+    pts.extend(points[..half].iter().map(|&p| negate(p)));
+    pts.push(identity);
+    pts.push(points[7]);
+    one_case(
+        &pts,
+        &vec![Scalar::ONE; pts.len()],
+        "P_i and -P_i with scalar 1, cancelling",
+    );
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn msm_g1_matches_blstrs() {
@@ -344,6 +383,7 @@ fn msm_g1_matches_blstrs() {
         .map(|i| Scalar::from((i % 2) as u64))
         .collect();
     one_case(&points[..small.len()], &small, "n=2^16+1, 0/1 scalars");
+    crowded_bucket_cases(&points, &one_case, G1Affine::identity(), |p| -p);
     for n in [1usize, 2, 3, 1000, (1 << 16) + 1, 1 << 20] {
         let mut pts = points[..n].to_vec();
         let sc = msm_case(seed + n as u64, n, &mut pts, G1Affine::identity());
@@ -409,6 +449,7 @@ fn msm_g2_matches_blstrs() {
         &[minus_one(), Scalar::ONE, minus_one()],
         "n=3",
     );
+    crowded_bucket_cases(&points, &one_case, G2Affine::identity(), |p| -p);
     for n in [1usize, 2, 3, 1000, (1 << 16) + 1, 1 << 20] {
         let mut pts = points[..n].to_vec();
         let sc = msm_case(seed + n as u64, n, &mut pts, G2Affine::identity());

@@ -3,12 +3,14 @@
 //!
 //! Usage: `kernels_bench [--quick] [--only ntt|g1|g2]` on a GPU machine. Times are medians of several runs after
 //! a warm-up, each run ending with a device synchronisation. MSM times are with bases and
-//! scalars already on the device; the "+ H2D" column adds uploading scalars from the host.
+//! scalars already on the device; the "+ H2D" column adds uploading scalars from the host;
+//! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
+//! one, 15% below 2^32, 10% full width: `testdata::filecoin_scalars`).
 //! Points: 2^22 distinct random G1 points (2^20 for G2), repeated to fill larger sizes.
 
 use std::time::{Duration, Instant};
 
-use cuzk_kernels::testdata::{g1_points, g2_points, scalars};
+use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
 use cuzk_kernels::{GpuDevice, NttKind};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -100,8 +102,10 @@ fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn st
 
 fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
     println!("\n## G1 MSM (bases on the device)");
-    println!("| size | cuzk ms | + H2D of scalars ms | sppark ms | target ms |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| size | cuzk ms | + H2D of scalars ms | Filecoin scalars ms | sppark ms | target ms |"
+    );
+    println!("|---|---|---|---|---|---|");
     let max_g1 = if quick { 22 } else { 26 };
     let uniq = g1_points(2, 1 << 22.min(max_g1));
     let mut pts = Vec::with_capacity(1 << max_g1);
@@ -111,6 +115,7 @@ fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std
     let bases = dev.upload_g1_bases(&pts)?;
     drop(pts);
     let sc = scalars(3, 1 << max_g1);
+    let fc = filecoin_scalars(7, 1 << max_g1);
     for log in 20..=max_g1 {
         let n = 1usize << log;
         let dsc = dev.upload(&sc[..n])?;
@@ -120,6 +125,11 @@ fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std
         let th = time(1, || {
             dev.msm_g1(&bases, 0..n, &sc[..n]).expect("msm");
         });
+        let dfc = dev.upload(&fc[..n])?;
+        let tf = time(runs.min(3), || {
+            dev.msm_g1_device(&bases, 0..n, &dfc).expect("msm");
+        });
+        drop(dfc);
         let sppark = match log {
             20 => "22.3",
             22 => "54.6",
@@ -129,9 +139,10 @@ fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std
         };
         let target = if log == 26 { "300" } else { "" };
         println!(
-            "| 2^{log} | {:.1} | {:.1} | {sppark} | {target} |",
+            "| 2^{log} | {:.1} | {:.1} | {:.1} | {sppark} | {target} |",
             ms(t),
-            ms(th)
+            ms(th),
+            ms(tf)
         );
     }
     Ok(())
@@ -139,8 +150,10 @@ fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std
 
 fn bench_g2(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
     println!("\n## G2 MSM (bases on the device)");
-    println!("| size | cuzk ms | + H2D of scalars ms | sppark ms | target ms |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| size | cuzk ms | + H2D of scalars ms | Filecoin scalars ms | sppark ms | target ms |"
+    );
+    println!("|---|---|---|---|---|---|");
     let max_g2 = if quick { 21 } else { 24 };
     let uniq = g2_points(4, 1 << 20);
     let mut pts = Vec::with_capacity(1 << max_g2);
@@ -150,6 +163,7 @@ fn bench_g2(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std
     let bases = dev.upload_g2_bases(&pts)?;
     drop(pts);
     let sc = scalars(3, 1 << max_g2);
+    let fc = filecoin_scalars(7, 1 << max_g2);
     for log in 20..=max_g2 {
         let n = 1usize << log;
         let dsc = dev.upload(&sc[..n])?;
@@ -159,6 +173,11 @@ fn bench_g2(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std
         let th = time(1, || {
             dev.msm_g2(&bases, 0..n, &sc[..n]).expect("msm");
         });
+        let dfc = dev.upload(&fc[..n])?;
+        let tf = time(runs.min(3), || {
+            dev.msm_g2_device(&bases, 0..n, &dfc).expect("msm");
+        });
+        drop(dfc);
         let sppark = match log {
             20 => "49.2",
             22 => "140",
@@ -167,9 +186,10 @@ fn bench_g2(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std
         };
         let target = if log == 24 { "250" } else { "" };
         println!(
-            "| 2^{log} | {:.1} | {:.1} | {sppark} | {target} |",
+            "| 2^{log} | {:.1} | {:.1} | {:.1} | {sppark} | {target} |",
             ms(t),
-            ms(th)
+            ms(th),
+            ms(tf)
         );
     }
     Ok(())
