@@ -130,11 +130,16 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
-    /// Benchmark the CPU prover against bellperson's create_proof on the same circuit.
+    /// Benchmark cuzk's prover (on the first GPU when there is one, else the CPU) against
+    /// bellperson's CPU create_proof on the same circuit, in the same run.
     Bench {
         /// Kinds (default: porep-c2 and snap-deals).
         #[arg(long = "kind")]
         kinds: Vec<String>,
+        /// Which backend proves for cuzk: `auto` (GPU 0 when CUDA finds one, else the CPU),
+        /// `cpu` or `gpu` (an error when there is no GPU).
+        #[arg(long, default_value = "auto")]
+        backend: String,
         /// Measured runs per kind (after one warm-up).
         #[arg(long, default_value_t = 3)]
         runs: usize,
@@ -441,11 +446,13 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
         }
         Cmd::Bench {
             kinds,
+            backend,
             runs,
             sector_size,
         } => Ok(bench(
             store,
             &kinds_or(&kinds, &[ProofKind::PorepC2, ProofKind::SnapDeals])?,
+            &backend,
             runs,
             sector_size.parse()?,
         )?),
@@ -661,8 +668,39 @@ fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> Result<()> {
     Ok(())
 }
 
-fn bench(store: &SrsStore, kinds: &[ProofKind], runs: usize, size: SectorSize) -> Result<()> {
+/// The backend `cuzk bench` proves with, and a line naming it.
+fn bench_backend(choice: &str) -> Result<(Box<dyn cuzk::Backend>, String)> {
+    let cpu = || -> (Box<dyn cuzk::Backend>, String) {
+        (Box::new(CpuBackend), format!("CPU, {} threads", rayon_threads()))
+    };
+    match choice {
+        "cpu" => Ok(cpu()),
+        "gpu" | "auto" => match cuzk::CudaBackend::open(0) {
+            Ok(b) => {
+                let line = format!("GPU {} (PCI {})", b.device_name(), b.pci_id());
+                Ok((Box::new(b), line))
+            }
+            Err(e) if choice == "auto" => {
+                let (b, line) = cpu();
+                Ok((b, format!("{line} (no GPU: {e})")))
+            }
+            Err(e) => Err(e),
+        },
+        other => Err(Error::InvalidRequest(format!(
+            "--backend {other}: expected auto, cpu or gpu"
+        ))),
+    }
+}
+
+fn bench(
+    store: &SrsStore,
+    kinds: &[ProofKind],
+    backend: &str,
+    runs: usize,
+    size: SectorSize,
+) -> Result<()> {
     let probe = BellpersonLogProbe::get();
+    let (mut backend, backend_line) = bench_backend(backend)?;
     let rep = Reporter::new();
     for kind in kinds {
         ensure_params(store, RegisteredProof::latest(*kind, size), 1, &rep)?;
@@ -676,7 +714,7 @@ fn bench(store: &SrsStore, kinds: &[ProofKind], runs: usize, size: SectorSize) -
         ));
         summaries.push(bench_against_bellperson(
             store,
-            &mut CpuBackend,
+            backend.as_mut(),
             inputs.get(*kind),
             runs,
             probe,
@@ -684,7 +722,7 @@ fn bench(store: &SrsStore, kinds: &[ProofKind], runs: usize, size: SectorSize) -
     }
     rep.finish();
     println!(
-        "threads: {} | runs: {runs} (+1 warm-up), medians",
+        "cuzk proves on: {backend_line} | bellperson: CPU, {} threads | runs: {runs} (+1 warm-up), medians",
         rayon_threads()
     );
     println!("| circuit | constraints | cuzk prove | bellperson prove | prove speed-up | cuzk total (PCE) | bellperson total | identical |");

@@ -89,3 +89,21 @@ fn bad_input_exits_nonzero_with_one_line() {
     );
     assert!(!dir.path().join("p").exists(), "no proof file on failure");
 }
+
+#[test]
+fn bench_refuses_an_unknown_backend_before_any_work() {
+    let out = cuzk()
+        .args(["bench", "--backend", "tpu"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("error:") && l.contains("--backend tpu")),
+        "{err}"
+    );
+    // refused before any step: no parameters checked, no inputs generated
+    assert!(!err.contains("parameters") && !err.contains("generating"), "{err}");
+}
