@@ -671,7 +671,10 @@ fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> Result<()> {
 /// The backend `cuzk bench` proves with, and a line naming it.
 fn bench_backend(choice: &str) -> Result<(Box<dyn cuzk::Backend>, String)> {
     let cpu = || -> (Box<dyn cuzk::Backend>, String) {
-        (Box::new(CpuBackend), format!("CPU, {} threads", rayon_threads()))
+        (
+            Box::new(CpuBackend),
+            format!("CPU, {} threads", rayon_threads()),
+        )
     };
     match choice {
         "cpu" => Ok(cpu()),

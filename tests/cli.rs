@@ -92,10 +92,7 @@ fn bad_input_exits_nonzero_with_one_line() {
 
 #[test]
 fn bench_refuses_an_unknown_backend_before_any_work() {
-    let out = cuzk()
-        .args(["bench", "--backend", "tpu"])
-        .output()
-        .unwrap();
+    let out = cuzk().args(["bench", "--backend", "tpu"]).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -105,5 +102,8 @@ fn bench_refuses_an_unknown_backend_before_any_work() {
         "{err}"
     );
     // refused before any step: no parameters checked, no inputs generated
-    assert!(!err.contains("parameters") && !err.contains("generating"), "{err}");
+    assert!(
+        !err.contains("parameters") && !err.contains("generating"),
+        "{err}"
+    );
 }

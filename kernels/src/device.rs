@@ -238,6 +238,19 @@ impl GpuDevice {
         })
     }
 
+    /// A new device buffer of `len` elements whose contents are unspecified: for buffers
+    /// that are written in full before they are read (crate-internal).
+    pub(crate) fn alloc_uninit<T: DeviceElem>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        // SAFETY: the bytes are unspecified, not undefined behaviour to hold on the device;
+        // callers write every element before any kernel or copy reads it.
+        let inner = unsafe { self.stream.alloc::<T::Raw>(len) }
+            .map_err(self.drv("allocating device memory"))?;
+        Ok(DeviceBuffer {
+            inner,
+            _t: PhantomData,
+        })
+    }
+
     /// A new device buffer of `len` elements, all bytes zero.
     pub fn alloc_zeroed<T: DeviceElem>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         let inner = self

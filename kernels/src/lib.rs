@@ -12,6 +12,7 @@
 //! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
 //! | [`probe`] | raw throughput probes (field products, point additions per second) |
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
+//! | [`staging`] | [`Staging`]: page-locked buffers that large uploads pass through |
 //! | [`reference`] | CPU references (NTT as bellperson computes it) |
 //! | [`testdata`] | seeded random scalars and points made quickly, CPU MSM for comparison |
 //! | [`error`] | [`Error`] and [`Result`] |
@@ -32,9 +33,11 @@ pub mod msm;
 pub mod ntt;
 pub mod probe;
 pub mod reference;
+pub mod staging;
 pub mod testdata;
 
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
 pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, MsmCurve, G1, G2};
 pub use ntt::{coset_z_inverse, NttKind};
+pub use staging::Staging;

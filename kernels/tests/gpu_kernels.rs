@@ -573,3 +573,53 @@ fn compaction_offsets_and_tiling_match_the_host() {
     assert_eq!(none.num_bytes(), 0);
     assert!(dev.msm_g1(&none, 0..1, &sc[..1]).is_err());
 }
+
+/// Uploads through the page-locked staging buffers equal the host data: sizes around a
+/// buffer's capacity, more chunks than buffers (each reused after its copy completed), an
+/// offset into the destination, zero padding, and a host slice reused at once.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn staged_uploads_match_the_host() {
+    use cuzk_kernels::staging::{STAGES, STAGE_BYTES};
+    let dev = device();
+    let seed = seed();
+    let per = STAGE_BYTES / 32;
+    let mut staging = cuzk_kernels::Staging::new(&dev).unwrap();
+    for n in [
+        0usize,
+        1,
+        1000,
+        per - 1,
+        per,
+        per + 1,
+        (STAGES + 2) * per + 17,
+    ] {
+        let host = scalars(seed + n as u64, n);
+        let buf = dev.upload_staged(&mut staging, &host, n + 5).unwrap();
+        let back = dev.download(&buf).unwrap();
+        assert_eq!(&back[..n], &host[..], "n={n} (seed {seed})");
+        assert!(
+            back[n..].iter().all(|x| *x == Scalar::ZERO),
+            "padding n={n}"
+        );
+    }
+    // into the middle of an existing buffer, twice in a row from the same host vector
+    let mut host = scalars(seed + 1, 2 * per + 3);
+    let mut dst = dev.upload(&scalars(seed + 2, 3 * per)).unwrap();
+    let before = dev.download(&dst).unwrap();
+    dev.copy_to_device_staged(&mut staging, &host, &mut dst, 11)
+        .unwrap();
+    let first = host.clone();
+    host.iter_mut().for_each(|x| *x = x.double());
+    dev.copy_to_device_staged(&mut staging, &host[..per], &mut dst, per + 20)
+        .unwrap();
+    let after = dev.download(&dst).unwrap();
+    assert_eq!(&after[..11], &before[..11]);
+    assert_eq!(&after[11..per + 20], &first[..per + 9]);
+    assert_eq!(&after[per + 20..2 * per + 20], &host[..per]);
+    assert_eq!(&after[2 * per + 20..], &before[2 * per + 20..]);
+    assert!(dev
+        .copy_to_device_staged(&mut staging, &host, &mut dst, per + 1)
+        .is_err());
+    assert!(dev.upload_staged(&mut staging, &host, 3).is_err());
+}

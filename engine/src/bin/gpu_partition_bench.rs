@@ -10,9 +10,11 @@
 //! for byte; the run stops if it does not.
 //!
 //! Usage on a GPU machine:
-//! `gpu_partition_bench [--log-m 27] [--check-log-m 16] [--runs 3] [--b-g2 device|host|both]`
-//! (`--log-m 0` skips the large run; `--b-g2 host` computes B in G2 on the host's cores while
-//! the device works, both modes by default). Times are wall clock with the device synchronised
+//! `gpu_partition_bench [--log-m 27] [--check-log-m 16] [--runs 3] [--b-g2 device|host|both]
+//! [--upload staged|pageable|both]` (`--log-m 0` skips the large run; `--b-g2 host` computes B
+//! in G2 on the host's cores while the device works; `--upload pageable` copies the assignment
+//! straight from pageable memory instead of through page-locked staging buffers; both modes
+//! of each by default). Times are wall clock with the device synchronised
 //! after each phase; the first large run is a warm-up and is printed but not counted.
 
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use bellperson::groth16::{Parameters, VerifyingKey};
 use blstrs::{Bls12, G2Affine, Scalar};
 use cuzk_engine::cuda::{prove_msms, DeviceSrs, PhaseTimes, QueryLens};
 use cuzk_engine::kernels::testdata::{g1_points, g2_points};
-use cuzk_engine::kernels::{G1, G2};
+use cuzk_engine::kernels::{Staging, G1, G2};
 use cuzk_engine::pce::{Assignment, Density};
 use cuzk_engine::{Backend, CpuBackend, CudaBackend, Srs};
 use ff::Field;
@@ -203,16 +205,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let log_m = arg(&args, "--log-m", POREP_LOG_M as usize) as u32;
     let check_log_m = arg(&args, "--check-log-m", 16) as u32;
     let runs = arg(&args, "--runs", 3).max(1);
-    let modes: Vec<bool> = match args
-        .iter()
-        .position(|a| a == "--b-g2")
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
-    {
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .map(String::as_str)
+    };
+    let g2_modes: Vec<bool> = match flag("--b-g2") {
         Some("device") => vec![false],
         Some("host") => vec![true],
         _ => vec![false, true],
     };
+    let upload_modes: Vec<bool> = match flag("--upload") {
+        Some("staged") => vec![true],
+        Some("pageable") => vec![false],
+        _ => vec![true, false],
+    };
+    // (B in G2 on the host, upload through page-locked staging buffers)
+    let modes: Vec<(bool, bool)> = g2_modes
+        .iter()
+        .flat_map(|&g| upload_modes.iter().map(move |&u| (g, u)))
+        .collect();
     let mut gpu = CudaBackend::open(0)?;
     println!(
         "# gpu_partition_bench on {} (PCI {}, {} GiB), {} CPU threads",
@@ -261,18 +274,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         gpu.free_memory()? as f64 / (1u64 << 30) as f64
     );
     // the host's copy of B in G2, the same points as on the device
-    let host_b_g2: Vec<G2Affine> = if modes.contains(&true) {
+    let host_b_g2: Vec<G2Affine> = if g2_modes.contains(&true) {
         (0..q.b_g2).map(|i| uniq_g2[i % uniq_g2.len()]).collect()
     } else {
         Vec::new()
     };
-    for on_host in modes {
+    let mut staging = Staging::new(dev)?;
+    for (on_host, staged) in modes {
         println!(
-            "\nB in G2 on the {}:",
+            "\nB in G2 on the {}, upload {}:",
             if on_host {
                 "host (overlapped)"
             } else {
                 "device"
+            },
+            if staged {
+                "through page-locked staging buffers"
+            } else {
+                "from pageable memory"
             }
         );
         println!("| run | upload | ntt | msm_h | msm_l | msm_a | msm_b_g1 | msm_b_g2 | download | total | total - upload |");
@@ -281,7 +300,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for run in 0..=runs {
             let input = asg.clone();
             let host = on_host.then_some(host_b_g2.as_slice());
-            let (_, p): (_, PhaseTimes) = prove_msms(dev, &srs, input, 0, host)?;
+            let st = staged.then_some(&mut staging);
+            let (_, p): (_, PhaseTimes) = prove_msms(dev, &srs, input, 0, host, st)?;
             let label = if run == 0 {
                 "warm-up".to_string()
             } else {

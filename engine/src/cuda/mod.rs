@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar};
-use cuzk_kernels::{GpuDevice, PciId};
+use cuzk_kernels::{GpuDevice, PciId, Staging};
 use cuzk_pce::Assignment;
 use tracing::info_span;
 
@@ -45,6 +45,10 @@ pub struct CudaBackend {
     label: String,
     resident: resident::Lru<DeviceSrs>,
     b_g2_on_host: bool,
+    /// Page-locked upload buffers, made at the first proof; `None` after their allocation
+    /// failed (uploads then go straight from pageable memory, slower, same results).
+    staging: Option<Staging>,
+    staging_tried: bool,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -72,6 +76,8 @@ impl CudaBackend {
             dev,
             resident: resident::Lru::new(budget),
             b_g2_on_host: false,
+            staging: None,
+            staging_tried: false,
         })
     }
 
@@ -176,7 +182,22 @@ impl CudaBackend {
         check_shape(&srs.params, &asg, &srs.path.display().to_string())?;
         let bases = self.resident_bases(srs, partition)?;
         let host_g2 = self.b_g2_on_host.then(|| srs.params.b_g2.as_slice());
-        let (msm, times) = prove_msms(&self.dev, &bases, asg, partition, host_g2)?;
+        if !self.staging_tried {
+            self.staging_tried = true;
+            match Staging::new(&self.dev) {
+                Ok(st) => self.staging = Some(st),
+                Err(e) => tracing::warn!(device = %self.label, error = %e,
+                    "no page-locked staging memory: uploading from pageable memory"),
+            }
+        }
+        let (msm, times) = prove_msms(
+            &self.dev,
+            &bases,
+            asg,
+            partition,
+            host_g2,
+            self.staging.as_mut(),
+        )?;
         drop(bases);
         let proof = assemble(&srs.params, &msm, r, s)?;
         tracing::debug!(device = %self.label, partition, %times, "partition proved");

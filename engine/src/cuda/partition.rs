@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use blstrs::{G2Affine, G2Projective, Scalar};
-use cuzk_kernels::{DeviceBuffer, GpuDevice, PciId};
+use cuzk_kernels::{DeviceBuffer, GpuDevice, PciId, Staging};
 use cuzk_pce::{Assignment, Density};
 use group::Group;
 use tracing::{info_span, Span};
@@ -227,12 +227,17 @@ fn host_b_g2(
 /// B in G2 is computed on the host's cores while the device works, and `srs.b_g2` is not
 /// used. The assignment must have the shape `srs` was made for (see
 /// [`crate::prover::check_shape`]); a mismatch is an error, never a wrong result.
+///
+/// With `staging`, the assignment is uploaded through those page-locked buffers (the host's
+/// cores fill one while the device copies another); without, straight from the assignment's
+/// pageable memory. Same results either way.
 pub fn prove_msms(
     dev: &GpuDevice,
     srs: &DeviceSrs,
     asg: Assignment,
     partition: usize,
     b_g2_host: Option<&[G2Affine]>,
+    mut staging: Option<&mut Staging>,
 ) -> Result<(MsmResults, PhaseTimes)> {
     let mut t = PhaseTimes::default();
     let Assignment {
@@ -273,18 +278,21 @@ pub fn prove_msms(
             })
         });
         let (mut d_a, d_b, d_c, d_aux) = phase(dev, partition, "upload", &mut t.upload, || {
-            let padded = |v: &[Scalar]| -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
-                if m < 2 {
-                    return Ok(None);
-                }
-                upload_padded(dev, v, m).map(Some)
+            let mut up = |v: &[Scalar], len: usize| match staging.as_deref_mut() {
+                Some(st) => dev.upload_staged(st, v, len),
+                None => upload_padded(dev, v, len),
+            };
+            let (a, b, c) = if m < 2 {
+                (None, None, None)
+            } else {
+                (Some(up(&a, m)?), Some(up(&b, m)?), Some(up(&c, m)?))
             };
             let aux_buf = if aux.is_empty() {
                 None
             } else {
-                Some(dev.upload(&aux)?)
+                Some(up(&aux, aux.len())?)
             };
-            Ok((padded(&a)?, padded(&b)?, padded(&c)?, aux_buf))
+            Ok((a, b, c, aux_buf))
         })?;
         drop((a, b, c)); // host copies: the device has them now
 
