@@ -1,27 +1,83 @@
-// Radix-2 Fr NTT over 2^logn points (1 <= logn <= 28), natural order in and out:
-// ntt_bitrev permutes the input, then ntt_pass runs DIT stages [s + 1, s + k] in shared
-// memory for each group of 2^k elements spaced 2^s apart (k <= 9).
-// Twiddles come from two small tables, so no per-size table is needed:
-//   root_pow2[m] = w^(2^m) for m in 0..=32, w the 2^32-th root of unity (or its inverse);
-//   small_roots[i] = w_512^i for i < 256, w_512 = w^(2^23) (or its inverse).
-// At stage t the butterfly of element index idx uses w_{2^t}^(idx mod 2^(t-1)); for a group
-// with low bits `low` this is w_{2^t}^low * w_{2^(t-s)}^j'.
+// Radix-2 Fr NTT over 2^logn points (1 <= logn <= 28), natural order in and out, in
+// passes of ntt_pass: a pass runs DIT stages [s + 1, s + k] (k <= NTT_MAX_K) in shared
+// memory for groups ("columns") of 2^k elements spaced 2^s apart, 2^c columns per block.
+// - ntt_bitrev_tiled (or ntt_bitrev below 2^8) permutes the input first.
+// - The first pass (s = 0) takes 2^c consecutive columns (contiguous).
+// - A later pass (s > 0) takes 2^c adjacent columns (low .. low + 2^c - 1), so each read
+//   and write of a warp covers runs of 2^c consecutive elements (32 * 2^c bytes).
+// - Each thread runs two stages at a time on 4 elements in registers (radix-4 step).
+// Twiddles: at stage t the butterfly of element index idx uses w_{2^t}^(idx mod 2^(t-1));
+// for a column with low bits `low` this is w_{2^t}^low * w_{2^(t-s)}^j'. Tables:
+//   small[i] = w_512^i for i < 256 (w_512 the 512th root of unity, or its inverse);
+//   root_lo[x] = w28^x, root_hi[x] = w28^(x * 2^14) for x < 2^14 (w28 the 2^28-th root),
+//   so w_{2^t}^low = w28^(low * 2^(28 - t)) is one product of two entries.
+// Shared memory holds Fr as two arrays of 16-byte halves (lo, hi), so a quarter warp
+// reading consecutive elements touches 128 consecutive bytes; the data array is padded by
+// one slot per 8 (pad()) against bank conflicts in the early stages.
 // Requires field.cuh.
 
 #define NTT_MAX_K 9
-#define FR_TWO_ADICITY 32
+#define NTT_ROOT_BITS 14
 
-DEVI u32 bitrev(u32 x, u32 bits) { return __brev(x) >> (32 - bits); }
+DEVI u32 bitrev_bits(u32 x, u32 bits) { return bits ? __brev(x) >> (32 - bits) : 0u; }
+DEVI u32 pad(u32 e) { return e + (e >> 3); }
+
+DEVI Fr fr_join(uint4 lo, uint4 hi) {
+    Fr r;
+    r.v[0] = lo.x; r.v[1] = lo.y; r.v[2] = lo.z; r.v[3] = lo.w;
+    r.v[4] = hi.x; r.v[5] = hi.y; r.v[6] = hi.z; r.v[7] = hi.w;
+    return r;
+}
+DEVI uint4 fr_lo(const Fr& x) { return make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]); }
+DEVI uint4 fr_hi(const Fr& x) { return make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]); }
+
+// 32-byte global accesses as two 16-byte ones (device buffers are 256-byte aligned).
+DEVI Fr ld_fr(const Fr* p) {
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+    return fr_join(q[0], q[1]);
+}
+DEVI void st_fr(Fr* p, const Fr& x) {
+    uint4* q = reinterpret_cast<uint4*>(p);
+    q[0] = fr_lo(x);
+    q[1] = fr_hi(x);
+}
+
+// An array of Fr in shared memory, stored as lo halves then hi halves.
+struct SplitFr {
+    uint4* lo;
+    uint4* hi;
+    DEVI Fr get(u32 e) const { return fr_join(lo[e], hi[e]); }
+    DEVI void set(u32 e, const Fr& x) const {
+        lo[e] = fr_lo(x);
+        hi[e] = fr_hi(x);
+    }
+};
+
+// Bytes of dynamic shared memory ntt_pass needs (the host computes the same):
+// data pad(2^(k+c)) + twiddle tables (1 if s == 0 else 2^c) * 2^k + w_low 2^c * NTT_MAX_K.
+
+// v = y * t; (x, y) = (x + v, x - v)
+DEVI void butterfly(Fr& x, Fr& y, const Fr& t) {
+    Fr v = y * t;
+    y = x - v;
+    x = x + v;
+}
+DEVI void butterfly1(Fr& x, Fr& y) {
+    Fr v = y;
+    y = x - v;
+    x = x + v;
+}
+
 
 extern "C" __global__ void ntt_bitrev(Fr* __restrict__ a, u32 logn) {
     u32 n = 1u << logn;
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    u32 j = bitrev(i, logn);
+    u32 j = bitrev_bits(i, logn);
     if (i < j) {
-        Fr t = a[i];
-        a[i] = a[j];
-        a[j] = t;
+        Fr t = ld_fr(a + i);
+        st_fr(a + i, ld_fr(a + j));
+        st_fr(a + j, t);
     }
 }
 
@@ -32,72 +88,150 @@ extern "C" __global__ void ntt_bitrev(Fr* __restrict__ a, u32 logn) {
 #define BR_B 4
 #define BR_T (1 << BR_B)
 extern "C" __global__ void ntt_bitrev_tiled(Fr* __restrict__ a, u32 logn) {
-    __shared__ Fr t0[BR_T * BR_T];
-    __shared__ Fr t1[BR_T * BR_T];
+    __shared__ uint4 sm[4 * BR_T * BR_T];
+    const SplitFr t0{sm, sm + BR_T * BR_T};
+    const SplitFr t1{sm + 2 * BR_T * BR_T, sm + 3 * BR_T * BR_T};
     const u32 mbits = logn - 2 * BR_B;
     const u32 mid = blockIdx.x;
-    const u32 rmid = mbits ? bitrev(mid, mbits) : 0;
+    const u32 rmid = mbits ? bitrev_bits(mid, mbits) : 0;
     if (mid > rmid) return;
     const u32 lo = threadIdx.x & (BR_T - 1);
     const u32 hi = threadIdx.x >> BR_B;
     const u32 shift_hi = BR_B + mbits;
     const size_t i0 = ((size_t)hi << shift_hi) | ((size_t)mid << BR_B) | lo;
     const size_t i1 = ((size_t)hi << shift_hi) | ((size_t)rmid << BR_B) | lo;
-    t0[hi * BR_T + lo] = a[i0];
-    if (mid != rmid) t1[hi * BR_T + lo] = a[i1];
+    t0.set(hi * BR_T + lo, ld_fr(a + i0));
+    if (mid != rmid) t1.set(hi * BR_T + lo, ld_fr(a + i1));
     __syncthreads();
-    const u32 src = bitrev(lo, BR_B) * BR_T + bitrev(hi, BR_B);
-    a[i1] = t0[src];
-    if (mid != rmid) a[i0] = t1[src];
+    const u32 src = bitrev_bits(lo, BR_B) * BR_T + bitrev_bits(hi, BR_B);
+    st_fr(a + i1, t0.get(src));
+    if (mid != rmid) st_fr(a + i0, t1.get(src));
 }
 
-// grid: 2^(logn - k) blocks of 2^(k-1) threads.
-extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, const Fr* __restrict__ root_pow2,
-                                    const Fr* __restrict__ small_roots) {
-    __shared__ Fr buf[1 << NTT_MAX_K];
-    // twiddles of every stage of this block: stage i at tw[2^i - 1 .. 2^(i+1) - 1)
-    __shared__ Fr tw[(1 << NTT_MAX_K) - 1];
-    __shared__ Fr wlow[NTT_MAX_K];
+// grid: 2^(logn - k - c) blocks of any number of threads (the host uses 2^(k+c-2), >= 1).
+// Needs c <= s for s > 0 and c <= logn - k for s == 0.
+extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
+                                    const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
+                                    const Fr* __restrict__ root_hi) {
+    extern __shared__ uint4 sm[];
+    const u32 cols = 1u << c;
+    const u32 nb = 1u << (k + c);
+    const u32 np = pad(nb);
+    const u32 ntab = s == 0 ? 1u : cols;
+    const u32 ntw = ntab << k;
+    const SplitFr buf{sm, sm + np};
+    const SplitFr tw{sm + 2 * np, sm + 2 * np + ntw};
+    const SplitFr wl{sm + 2 * np + 2 * ntw, sm + 2 * np + 2 * ntw + cols * NTT_MAX_K};
     const u32 tid = threadIdx.x;
-    const u32 half = 1u << (k - 1);
-    const u32 group = blockIdx.x;
-    const u32 low = group & ((1u << s) - 1);
-    const u32 high = group >> s;
-    const size_t base = (size_t)low + ((size_t)high << (s + k));
-    const size_t stride = (size_t)1 << s;
+    const u32 nthr = blockDim.x;
+    const u32 kmask = (1u << k) - 1;
 
-    buf[tid] = a[base + tid * stride];
-    buf[tid + half] = a[base + (tid + half) * stride];
-    // wlow[i] = w_{2^t}^low for stage t = s + i + 1: product of root_pow2[32 - t + b] over set bits b
-    if (low != 0 && tid < k) {
-        u32 t = s + tid + 1;
-        Fr acc = Fr::one();
-        for (u32 b = 0; b < s; b++)
-            if ((low >> b) & 1) acc = acc * root_pow2[FR_TWO_ADICITY - t + b];
-        wlow[tid] = acc;
-    }
-    __syncthreads();
-    const u32 ntw = (1u << k) - 1;
-    for (u32 e = tid; e < ntw; e += blockDim.x) {
-        u32 i = 31 - __clz(e + 1);
-        u32 jp = e + 1 - (1u << i);
-        Fr w = small_roots[jp << (NTT_MAX_K - 1 - i)];
-        if (low != 0) w = w * wlow[i];
-        tw[e] = w;
-    }
-    __syncthreads();
-    for (u32 i = 0; i < k; i++) {
-        u32 jp = tid & ((1u << i) - 1);
-        u32 j0 = ((tid >> i) << (i + 1)) + jp;
-        u32 j1 = j0 + (1u << i);
-        Fr u = buf[j0];
-        Fr v = buf[j1] * tw[(1u << i) - 1 + jp];
-        buf[j0] = u + v;
-        buf[j1] = u - v;
+    // 1. load the block's columns: column col, element j at smem pad((col << k) + j)
+    size_t base = 0;
+    u32 low0 = 0;
+    if (s == 0) {
+        // the first pass: 2^c consecutive columns, contiguous
+        base = (size_t)blockIdx.x << (k + c);
+#pragma unroll 4
+        for (u32 l = tid; l < nb; l += nthr) buf.set(pad(l), ld_fr(a + base + l));
+    } else {
+        const u32 lowblocks = 1u << (s - c);
+        low0 = (blockIdx.x & (lowblocks - 1)) << c;
+        const size_t high = blockIdx.x >> (s - c);
+        base = low0 + (high << (s + k));
+#pragma unroll 4
+        for (u32 l = tid; l < nb; l += nthr) {
+            const u32 col = l & (cols - 1);
+            const u32 j = l >> c;
+            buf.set(pad((col << k) + j), ld_fr(a + base + col + ((size_t)j << s)));
+        }
+        // w_low of column col at stage i (t = s + i + 1): w28^(low << (28 - t))
+        for (u32 e = tid; e < cols * k; e += nthr) {
+            const u32 col = e / k;
+            const u32 i = e - col * k;
+            const u32 x = (low0 + col) << (28 - (s + i + 1));
+            wl.set(col * NTT_MAX_K + i,
+                   root_hi[x >> NTT_ROOT_BITS] * root_lo[x & ((1u << NTT_ROOT_BITS) - 1)]);
+        }
         __syncthreads();
     }
-    a[base + tid * stride] = buf[tid];
-    a[base + (tid + half) * stride] = buf[tid + half];
+    // 2. twiddle tables: table tb, entry 2^i + j' = w_{2^(i+1)}^j' (* w_low of stage i)
+    for (u32 e = tid; e < ntw; e += nthr) {
+        const u32 r = e & kmask;
+        if (r == 0) continue;
+        const u32 i = 31 - __clz(r);
+        const u32 jp = r - (1u << i);
+        Fr w = small[jp << (NTT_MAX_K - 1 - i)];
+        if (s != 0) w = w * wl.get((e >> k) * NTT_MAX_K + i);
+        tw.set(e, w);
+    }
+    __syncthreads();
+
+    // 3. butterflies: radix-4 steps (stages i, i + 1), then a radix-2 step if k is odd
+    u32 i = 0;
+    for (; i + 1 < k; i += 2) {
+        const u32 h = 1u << i;
+        for (u32 q = tid; q < (nb >> 2); q += nthr) {
+            const u32 col = q >> (k - 2);
+            const u32 qi = q & ((1u << (k - 2)) - 1);
+            const u32 jp = qi & (h - 1);
+            const u32 j0 = (col << k) + ((qi >> i) << (i + 2)) + jp;
+            const u32 tb = s == 0 ? 0u : col << k;
+            Fr x0 = buf.get(pad(j0));
+            Fr x1 = buf.get(pad(j0 + h));
+            Fr x2 = buf.get(pad(j0 + 2 * h));
+            Fr x3 = buf.get(pad(j0 + 3 * h));
+            if (s == 0 && i == 0) {
+                // stage 1 of the transform: the twiddle is 1
+                butterfly1(x0, x1);
+                butterfly1(x2, x3);
+            } else {
+                const Fr t1 = tw.get(tb + h + jp);
+                butterfly(x0, x1, t1);
+                butterfly(x2, x3, t1);
+            }
+            butterfly(x0, x2, tw.get(tb + 2 * h + jp));
+            butterfly(x1, x3, tw.get(tb + 3 * h + jp));
+            buf.set(pad(j0), x0);
+            buf.set(pad(j0 + h), x1);
+            buf.set(pad(j0 + 2 * h), x2);
+            buf.set(pad(j0 + 3 * h), x3);
+        }
+        __syncthreads();
+    }
+    if (i < k) {
+        const u32 h = 1u << i;
+        for (u32 b = tid; b < (nb >> 1); b += nthr) {
+            const u32 col = b >> (k - 1);
+            const u32 bi = b & ((1u << (k - 1)) - 1);
+            const u32 jp = bi & (h - 1);
+            const u32 j0 = (col << k) + ((bi >> i) << (i + 1)) + jp;
+            const u32 tb = s == 0 ? 0u : col << k;
+            Fr x0 = buf.get(pad(j0));
+            Fr x1 = buf.get(pad(j0 + h));
+            if (s == 0 && i == 0) {
+                butterfly1(x0, x1);
+            } else {
+                butterfly(x0, x1, tw.get(tb + h + jp));
+            }
+            buf.set(pad(j0), x0);
+            buf.set(pad(j0 + h), x1);
+        }
+        __syncthreads();
+    }
+
+    // 4. store where the block read
+    if (s == 0) {
+#pragma unroll 4
+        for (u32 l = tid; l < nb; l += nthr) st_fr(a + base + l, buf.get(pad(l)));
+    } else {
+#pragma unroll 4
+        for (u32 l = tid; l < nb; l += nthr) {
+            const u32 col = l & (cols - 1);
+            const u32 j = l >> c;
+            st_fr(a + base + col + ((size_t)j << s), buf.get(pad((col << k) + j)));
+        }
+    }
 }
 
 // a[i] *= scale * lo[i & (2^lobits - 1)] * hi[i >> lobits]  (powers g^i from two tables)

@@ -12,6 +12,7 @@
 //! [`GpuDevice::fr_scale`]).
 
 use blstrs::Scalar;
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use ff::{Field, PrimeField};
 
@@ -22,8 +23,17 @@ use crate::layout::{scalar_raw, FrRaw};
 
 /// Largest supported log2 size.
 pub const MAX_LOG_SIZE: u32 = 28;
-/// Elements handled in shared memory by one block: 2^NTT_MAX_K (matches ntt.cu).
+/// Most stages of one pass, run in shared memory: 2^NTT_MAX_K elements a column (matches
+/// ntt.cu).
 const NTT_MAX_K: u32 = 9;
+/// The two tables of powers of the 2^28-th root hold 2^ROOT_BITS entries each (matches
+/// NTT_ROOT_BITS in ntt.cu).
+const ROOT_BITS: u32 = 14;
+/// Default log2 of the columns one block of a pass takes (`CUZK_NTT_COLS` overrides, 0..=2).
+/// Measured on an H200 at 2^27 (docs/benchmarks.md, NTT version 4): 1 column 46.8 ms,
+/// 2 columns 49.5 ms, 4 columns 62.4 ms; wider blocks cost occupancy (each column has its
+/// own twiddle table in shared memory) more than the longer runs of addresses gain.
+const DEFAULT_COLS_LOG: u32 = 0;
 /// The two tables of coset powers hold 2^COSET_BITS entries each (covers 2^28).
 const COSET_BITS: u32 = 14;
 
@@ -40,27 +50,18 @@ pub enum NttKind {
     CosetInverse,
 }
 
-/// Per-device twiddle tables, independent of the transform size (about 0.5 MiB).
+/// Per-device twiddle tables, independent of the transform size (about 4.5 MiB).
 pub(crate) struct NttTables {
-    fwd_pow2: CudaSlice<FrRaw>,
-    inv_pow2: CudaSlice<FrRaw>,
+    fwd_root_lo: CudaSlice<FrRaw>,
+    fwd_root_hi: CudaSlice<FrRaw>,
+    inv_root_lo: CudaSlice<FrRaw>,
+    inv_root_hi: CudaSlice<FrRaw>,
     fwd_small: CudaSlice<FrRaw>,
     inv_small: CudaSlice<FrRaw>,
     g_lo: CudaSlice<FrRaw>,
     g_hi: CudaSlice<FrRaw>,
     ginv_lo: CudaSlice<FrRaw>,
     ginv_hi: CudaSlice<FrRaw>,
-}
-
-/// `[w^(2^m) for m in 0..=S]`.
-fn pow2_table(w: Scalar) -> Vec<Scalar> {
-    let mut t = Vec::with_capacity(Scalar::S as usize + 1);
-    let mut x = w;
-    for _ in 0..=Scalar::S {
-        t.push(x);
-        x = x.square();
-    }
-    t
 }
 
 /// `[w^i for i in 0..len]`.
@@ -90,18 +91,21 @@ fn invert(x: Scalar) -> Scalar {
 
 impl NttTables {
     fn build(dev: &GpuDevice) -> Result<Self> {
-        let root = Scalar::ROOT_OF_UNITY;
-        let root_inv = invert(root);
-        let w1024 = omega(NTT_MAX_K);
+        let w28 = omega(MAX_LOG_SIZE);
+        let w28_inv = invert(w28);
+        let root_len = 1usize << ROOT_BITS;
+        let w512 = omega(NTT_MAX_K);
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let ginv = invert(g);
         let lo_len = 1usize << COSET_BITS;
         let up = |v: Vec<Scalar>| -> Result<CudaSlice<FrRaw>> { Ok(dev.upload(&v)?.inner) };
         Ok(Self {
-            fwd_pow2: up(pow2_table(root))?,
-            inv_pow2: up(pow2_table(root_inv))?,
-            fwd_small: up(powers(w1024, 1 << (NTT_MAX_K - 1)))?,
-            inv_small: up(powers(invert(w1024), 1 << (NTT_MAX_K - 1)))?,
+            fwd_root_lo: up(powers(w28, root_len))?,
+            fwd_root_hi: up(powers(w28.pow_vartime([root_len as u64]), root_len))?,
+            inv_root_lo: up(powers(w28_inv, root_len))?,
+            inv_root_hi: up(powers(w28_inv.pow_vartime([root_len as u64]), root_len))?,
+            fwd_small: up(powers(w512, 1 << (NTT_MAX_K - 1)))?,
+            inv_small: up(powers(invert(w512), 1 << (NTT_MAX_K - 1)))?,
             g_lo: up(powers(g, lo_len))?,
             g_hi: up(powers(g.pow_vartime([lo_len as u64]), lo_len))?,
             ginv_lo: up(powers(ginv, lo_len))?,
@@ -110,17 +114,63 @@ impl NttTables {
     }
 }
 
-/// Splits `log_n` stages into passes of at most NTT_MAX_K stages, as even as possible.
-fn passes(log_n: u32) -> Vec<(u32, u32)> {
+/// One launch of `ntt_pass`: stages `[s + 1, s + k]` on columns of 2^k elements spaced 2^s
+/// apart, 2^c columns a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pass {
+    s: u32,
+    k: u32,
+    c: u32,
+}
+
+impl Pass {
+    /// Elements one block holds.
+    fn block_elems(&self) -> u32 {
+        1 << (self.k + self.c)
+    }
+
+    /// Threads of a block: one per 4 elements (a radix-4 step each).
+    fn threads(&self) -> u32 {
+        (self.block_elems() / 4).max(1)
+    }
+
+    /// Dynamic shared memory in bytes (the layout in ntt.cu): padded data, twiddle tables
+    /// (one when s == 0, one per column otherwise) and the columns' w_low values.
+    fn shared_bytes(&self) -> u32 {
+        let nb = self.block_elems();
+        let tables = if self.s == 0 { 1 } else { 1 << self.c };
+        let frs = nb + nb / 8 + (tables << self.k) + (1 << self.c) * NTT_MAX_K;
+        frs * std::mem::size_of::<FrRaw>() as u32
+    }
+}
+
+/// Splits `log_n` stages into passes of at most NTT_MAX_K stages, as even as possible, each
+/// with up to 2^cols_log columns a block (fewer where the pass has fewer columns).
+fn passes(log_n: u32, cols_log: u32) -> Vec<Pass> {
     let count = log_n.div_ceil(NTT_MAX_K);
     let mut out = Vec::with_capacity(count as usize);
     let mut s = 0;
     for p in 0..count {
         let k = (log_n - s) / (count - p);
-        out.push((s, k));
+        // the first pass has 2^(log_n - k) columns, a later one 2^s per run of 2^(s+k)
+        let avail = if s == 0 { log_n - k } else { s };
+        out.push(Pass {
+            s,
+            k,
+            c: cols_log.min(avail),
+        });
         s += k;
     }
     out
+}
+
+/// `CUZK_NTT_COLS` (0, 1 or 2) when set and valid, else [`DEFAULT_COLS_LOG`].
+fn cols_log() -> u32 {
+    std::env::var("CUZK_NTT_COLS")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|&c| c <= 2)
+        .unwrap_or(DEFAULT_COLS_LOG)
 }
 
 fn grid(n: usize, block: u32) -> LaunchConfig {
@@ -168,12 +218,11 @@ impl GpuDevice {
     }
 
     fn ntt_core(&self, data: &mut DeviceBuffer<Scalar>, log_n: u32, inverse: bool) -> Result<()> {
-        let n = data.len();
         let t = self.ntt_tables()?;
-        let (pow2, small) = if inverse {
-            (&t.inv_pow2, &t.inv_small)
+        let (small, root_lo, root_hi) = if inverse {
+            (&t.inv_small, &t.inv_root_lo, &t.inv_root_hi)
         } else {
-            (&t.fwd_pow2, &t.fwd_small)
+            (&t.fwd_small, &t.fwd_root_lo, &t.fwd_root_hi)
         };
         // CUZK_NTT_PROFILE=1 prints the time of each kernel (synchronising after each)
         let profile = std::env::var_os("CUZK_NTT_PROFILE").is_some();
@@ -195,7 +244,7 @@ impl GpuDevice {
             };
             ("ntt_bitrev_tiled", tiles)
         } else {
-            ("ntt_bitrev", grid(n, 256))
+            ("ntt_bitrev", grid(data.len(), 256))
         };
         let bitrev = self.function(&NTT, name)?;
         let mut b = self.stream().launch_builder(&bitrev);
@@ -204,24 +253,36 @@ impl GpuDevice {
         // touch indices < 2^log_n = data.len().
         unsafe { b.launch(cfg) }.map_err(self.drv("launching the bit reversal"))?;
         mark("bitrev".into());
-        let pass = self.function(&NTT, "ntt_pass")?;
-        for (s, k) in passes(log_n) {
+        let pass_fn = self.function(&NTT, "ntt_pass")?;
+        for p in passes(log_n, cols_log()) {
+            let smem = p.shared_bytes();
+            pass_fn
+                .set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem as i32,
+                )
+                .map_err(self.drv("allowing ntt_pass its shared memory"))?;
             let cfg = LaunchConfig {
-                grid_dim: (1u32 << (log_n - k), 1, 1),
-                block_dim: (1u32 << (k - 1), 1, 1),
-                shared_mem_bytes: 0,
+                grid_dim: (1u32 << (log_n - p.k - p.c), 1, 1),
+                block_dim: (p.threads(), 1, 1),
+                shared_mem_bytes: smem,
             };
-            let mut b = self.stream().launch_builder(&pass);
+            let mut b = self.stream().launch_builder(&pass_fn);
             b.arg(&mut data.inner)
                 .arg(&log_n)
-                .arg(&s)
-                .arg(&k)
-                .arg(pow2)
-                .arg(small);
-            // SAFETY: ntt_pass(Fr*, u32 logn, u32 s, u32 k, const Fr* [33], const Fr* [256]) with
-            // s + k <= log_n and 2^(log_n-k) blocks of 2^(k-1) threads touches indices < 2^log_n.
+                .arg(&p.s)
+                .arg(&p.k)
+                .arg(&p.c)
+                .arg(small)
+                .arg(root_lo)
+                .arg(root_hi);
+            // SAFETY: ntt_pass(Fr*, u32 logn, u32 s, u32 k, u32 c, const Fr* small[256],
+            // const Fr* root_lo[2^14], const Fr* root_hi[2^14]) with s + k <= log_n <= 28,
+            // c <= s (s > 0) or c <= log_n - k (s == 0), 2^(log_n-k-c) blocks and the dynamic
+            // shared memory of Pass::shared_bytes touches data indices < 2^log_n = data.len()
+            // and root indices < 2^14 (exponents < 2^28).
             unsafe { b.launch(cfg) }.map_err(self.drv("launching ntt_pass"))?;
-            mark(format!("pass s={s} k={k}"));
+            mark(format!("pass s={} k={} c={}", p.s, p.k, p.c));
         }
         Ok(())
     }
@@ -332,15 +393,22 @@ mod tests {
 
     #[test]
     fn passes_cover_every_stage() {
-        for log_n in 1..=MAX_LOG_SIZE {
-            let p = passes(log_n);
-            let mut s = 0;
-            for &(ps, k) in &p {
-                assert_eq!(ps, s);
-                assert!((1..=NTT_MAX_K).contains(&k));
-                s += k;
+        for cols in 0..=2 {
+            for log_n in 1..=MAX_LOG_SIZE {
+                let p = passes(log_n, cols);
+                let mut s = 0;
+                for q in &p {
+                    assert_eq!(q.s, s);
+                    assert!((1..=NTT_MAX_K).contains(&q.k));
+                    assert!(q.c <= cols);
+                    assert!(q.c <= if s == 0 { log_n - q.k } else { s });
+                    // fits the 227 KiB of shared memory one H200 block may use
+                    assert!(q.shared_bytes() <= 227 * 1024);
+                    assert!(q.threads() <= 1024);
+                    s += q.k;
+                }
+                assert_eq!(s, log_n);
             }
-            assert_eq!(s, log_n);
         }
     }
 }

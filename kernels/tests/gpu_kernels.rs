@@ -188,6 +188,33 @@ fn ntt_matches_bellperson_at_every_size_up_to_2_22() {
     }
 }
 
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ntt_matches_bellperson_with_every_column_count() {
+    // CUZK_NTT_COLS sets log2 of the columns one block of a pass takes (the default, 0, is
+    // covered above); the pass plan changes at 2^10 (two passes) and 2^19 (three passes)
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    for cols in ["1", "2"] {
+        std::env::set_var("CUZK_NTT_COLS", cols);
+        for log_n in (1..=12u32).chain([16, 18, 19, 20]) {
+            let n = 1usize << log_n;
+            let input = scalars(seed + 100 + log_n as u64, n);
+            for kind in [NttKind::Forward, NttKind::CosetInverse] {
+                let got = run_ntt(&dev, &input, kind);
+                let mut want = input.clone();
+                reference::ntt(&mut want, kind);
+                if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+                    std::env::remove_var("CUZK_NTT_COLS");
+                    panic!("{kind:?} 2^{log_n} with CUZK_NTT_COLS={cols} differs first at {i} (seed {seed})");
+                }
+            }
+        }
+    }
+    std::env::remove_var("CUZK_NTT_COLS");
+}
+
 /// Evaluates the polynomial with coefficients `a` at `x` (parallel Horner over chunks).
 fn evaluate(a: &[Scalar], x: Scalar) -> Scalar {
     let chunk = 1 << 16;
