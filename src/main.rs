@@ -373,6 +373,12 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             for (k, n) in &report.per_kind {
                 println!("  {k}: {n}");
             }
+            for (k, t) in &report.latency {
+                println!(
+                    "  {k}: {:.1} ms from submit to verified proof (one job alone, median of 3)",
+                    t.as_secs_f64() * 1e3
+                );
+            }
             for (d, (n, busy)) in &report.per_device {
                 println!(
                     "  device {d}: {n} partitions, busy {:.2}s ({:.0}% of wall)",

@@ -66,6 +66,42 @@ fn gen_prove_verify_round_trip_and_tampered_proof_fails() {
     let bad = run(&[&"verify", &"--input", &req, &"--proof", &other_proof]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("does not verify"));
+
+    // A stream of the same requests through the Engine on the CPU: every proof verified, no
+    // overlap in the trace, a latency line per kind.
+    let trace = dir.path().join("trace.json");
+    let out = run_ok(&[
+        &"batch",
+        &"--inputs",
+        &dir.path(),
+        &"--cpu",
+        &"--kind",
+        &"window-post",
+        &"--kind",
+        &"winning-post",
+        &"--count",
+        &"4",
+        &"--fixed-rs",
+        &"--trace",
+        &trace,
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("4 jobs") && text.contains("every proof verified"),
+        "{text}"
+    );
+    assert!(
+        text.contains("overlapping partitions on a device: 0"),
+        "{text}"
+    );
+    for kind in ["window-post", "winning-post"] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(kind) && l.contains("ms from submit to verified proof")),
+            "{text}"
+        );
+    }
+    assert!(trace.exists());
 }
 
 #[test]
