@@ -1,9 +1,10 @@
 // Pippenger MSM with signed window digits and counting-sort bucketing.
 // Requires field.cuh and curve.cuh; the host prepends `#define MSM_G1` or `#define MSM_G2`.
 //
-// Pipeline for n points, window width c, nw = ceil(256 / c) windows, nb = 2^(c-1)
+// Pipeline for n points, window width c, nw = ceil((max bit length + 1) / c) windows, nb = 2^(c-1)
 // buckets per window (digit d in [-2^(c-1), 2^(c-1)], bucket |d| - 1, zero digits skipped):
-//   msm_scalars     scalars from Montgomery form to canonical 256-bit integers
+//   msm_scalars     scalars from Montgomery form to canonical 256-bit integers, and a
+//                   histogram of their bit lengths (the host picks c and nw from it)
 //   msm_histogram   count points per (window, bucket)
 //   msm_block_sums, msm_scan   exclusive prefix sum of the counts (two levels)
 //   msm_scatter     write (point index | sign << 31) into per-bucket lists
@@ -55,10 +56,30 @@ DEVI u32 signed_digit(const u32* s, u32 w, u32 c, u32& carry, bool& neg) {
     return d;
 }
 
-extern "C" __global__ void MSM_NAME(msm_scalars)(const Fr* __restrict__ in, Fr* __restrict__ out, u32 n) {
+// Bit length of a canonical 256-bit scalar (0 for zero).
+DEVI u32 bit_length(const Fr& s) {
+#pragma unroll
+    for (int w = 7; w >= 0; w--)
+        if (s.v[w]) return 32 * w + 32 - __clz(s.v[w]);
+    return 0;
+}
+
+// Scalars to canonical integers, and hist[b] += the number of scalars of bit length b
+// (257 bins, zeroed by the caller): the host picks the window width from it.
+extern "C" __global__ void MSM_NAME(msm_scalars)(const Fr* __restrict__ in, Fr* __restrict__ out, u32 n,
+                                                 u32* __restrict__ hist) {
+    __shared__ u32 local[257];
+    for (u32 j = threadIdx.x; j < 257; j += blockDim.x) local[j] = 0;
+    __syncthreads();
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    out[i] = from_mont(in[i]);
+    if (i < n) {
+        Fr c = from_mont(in[i]);
+        out[i] = c;
+        atomicAdd(&local[bit_length(c)], 1u);
+    }
+    __syncthreads();
+    for (u32 j = threadIdx.x; j < 257; j += blockDim.x)
+        if (local[j]) atomicAdd(&hist[j], local[j]);
 }
 
 extern "C" __global__ void MSM_NAME(msm_histogram)(const Fr* __restrict__ canon, u32 n, u32 c, u32 nw,

@@ -148,6 +148,43 @@ pub fn window_bits(n: usize) -> u32 {
         .unwrap_or(16)
 }
 
+/// Window width and count of one MSM, chosen from its scalars' bit lengths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowPlan {
+    /// Window width c in bits (8..=20, at most [`window_bits`] of the point count).
+    pub c: u32,
+    /// Number of windows: enough for the longest scalar plus the signed digits' last carry.
+    pub windows: u32,
+}
+
+impl WindowPlan {
+    /// The plan for `n` scalars with `hist[b]` of bit length b (`hist.len() == 257`), or
+    /// `None` when every scalar is zero. Minimises the point additions: one per non-zero
+    /// digit (about ceil(b / c) for a scalar of b bits) plus 3 per bucket of every window
+    /// (the running sums), with c no wider than [`window_bits`]`(n)` so that the scratch
+    /// memory stays within [`msm_scratch_bytes`]. Random full-width scalars get the same
+    /// plan as before ([`window_bits`], ceil(256 / c) windows); Filecoin's witnesses, mostly
+    /// 0 and 1, get fewer windows.
+    pub fn choose(hist: &[u32], n: usize) -> Option<WindowPlan> {
+        let max_bits = hist.iter().rposition(|&h| h > 0).filter(|&b| b > 0)? as u32;
+        let widest = window_bits(n);
+        (8..=widest)
+            .map(|c| {
+                // a window's raw value is below 2^(c-1) in the top window, so its carry fits
+                let windows = (max_bits + 1).div_ceil(c);
+                let digits: u64 = hist
+                    .iter()
+                    .enumerate()
+                    .map(|(b, &h)| u64::from(h) * (b as u64).div_ceil(u64::from(c)))
+                    .sum();
+                let cost = digits + 3 * u64::from(windows) * (1u64 << (c - 1));
+                (cost, WindowPlan { c, windows })
+            })
+            .min_by_key(|&(cost, p)| (cost, std::cmp::Reverse(p.c)))
+            .map(|(_, p)| p)
+    }
+}
+
 fn cfg(threads: usize, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((threads as u32).div_ceil(block), 1, 1),
@@ -320,11 +357,7 @@ impl GpuDevice {
         scalars: CudaView<'_, FrRaw>,
     ) -> Result<C::Projective> {
         let n = scalars.len();
-        let c = window_bits(n);
-        let nw = 256u32.div_ceil(c);
-        let nb = 1usize << (c - 1);
-        let nbuckets = nw as usize * nb;
-        let (n32, nbuckets32) = (n as u32, nbuckets as u32);
+        let n32 = n as u32;
         let stream = self.stream().clone();
         let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
         let profile = std::env::var_os("CUZK_MSM_PROFILE").is_some();
@@ -332,11 +365,7 @@ impl GpuDevice {
         let mut mark = |phase: &str| {
             if profile {
                 let _ = stream.synchronize();
-                eprintln!(
-                    "msm {} n={n} c={c} {phase}: {:.2?}",
-                    C::NAME,
-                    last.elapsed()
-                );
+                eprintln!("msm {} n={n} {phase}: {:.2?}", C::NAME, last.elapsed());
                 last = std::time::Instant::now();
             }
         };
@@ -351,16 +380,30 @@ impl GpuDevice {
                 .map_err(self.drv("allocating MSM buckets"))
         };
 
-        // 1. scalars to canonical integers
+        // 1. scalars to canonical integers, and the window plan from their bit lengths
         // SAFETY: written by msm_scalars before use.
         let mut canon =
             unsafe { stream.alloc::<FrRaw>(n) }.map_err(self.drv("allocating MSM scalars"))?;
+        let mut bit_hist = alloc_u32(257)?;
         let f = kernel("msm_scalars")?;
         let mut l = stream.launch_builder(&f);
-        l.arg(&scalars).arg(&mut canon).arg(&n32);
-        // SAFETY: (const Fr* in, Fr* out, u32 n), both of length n.
+        l.arg(&scalars).arg(&mut canon).arg(&n32).arg(&mut bit_hist);
+        // SAFETY: (const Fr* in, Fr* out, u32 n, u32* hist[257] zeroed), in and out of length n.
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
+        let bit_hist = stream
+            .clone_dtoh(&bit_hist)
+            .map_err(self.drv("reading the scalars' bit lengths"))?;
+        self.synchronize()?;
+        let Some(WindowPlan { c, windows: nw }) = WindowPlan::choose(&bit_hist, n) else {
+            return Ok(C::Projective::identity()); // every scalar is zero
+        };
+        let nb = 1usize << (c - 1);
+        let nbuckets = nw as usize * nb;
+        let nbuckets32 = nbuckets as u32;
         mark("scalars");
+        if profile {
+            eprintln!("msm {} n={n} plan: c={c}, {nw} windows", C::NAME);
+        }
 
         // 2. histogram of bucket sizes
         let mut counts = alloc_u32(nbuckets)?;
@@ -376,10 +419,15 @@ impl GpuDevice {
         let mut cursor = alloc_u32(nbuckets)?;
         self.exclusive_scan::<C>(&counts, nbuckets, &mut offsets, Some(&mut cursor))?;
         drop(counts);
+        let entries = stream
+            .clone_dtoh(&offsets.slice(nbuckets..nbuckets + 1))
+            .map_err(self.drv("reading the MSM entry count"))?;
+        self.synchronize()?;
+        let entries = entries[0] as usize;
         mark("scan");
 
         // 4. bucket lists
-        let mut sorted = alloc_u32(n * nw as usize)?;
+        let mut sorted = alloc_u32(entries.max(1))?;
         let f = kernel("msm_scatter")?;
         let mut l = stream.launch_builder(&f);
         l.arg(&canon)
@@ -388,8 +436,9 @@ impl GpuDevice {
             .arg(&nw)
             .arg(&mut cursor)
             .arg(&mut sorted);
-        // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32* cursor, u32* sorted[n * nw]); the cursors
-        // start at exclusive offsets of the counts, so every position written is < n * nw.
+        // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32* cursor, u32* sorted[entries]); the
+        // cursors start at exclusive offsets of the counts the same digits produced, so every
+        // position written is < entries; nw windows hold every digit (WindowPlan::choose).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scatter"))?;
         drop(cursor);
         drop(canon);
@@ -400,11 +449,6 @@ impl GpuDevice {
         // an H200, k = mean cost 15% more than no split (more partial sums to write and
         // combine); the split is there for crowded buckets (all the scalars equal to 1 land in
         // one bucket, and the top window has few buckets).
-        let entries = stream
-            .clone_dtoh(&offsets.slice(nbuckets..nbuckets + 1))
-            .map_err(self.drv("reading the MSM entry count"))?;
-        self.synchronize()?;
-        let entries = entries[0] as usize;
         let k = (4 * entries.div_ceil(nbuckets)).max(16) as u32;
         let mut parts = alloc_u32(nbuckets)?;
         let mut most_parts = alloc_u32(1)?;
@@ -609,13 +653,17 @@ pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
     if n == 0 {
         return 0;
     }
+    // The widest plan WindowPlan::choose may pick has the most buckets (windows x 2^(c-1)
+    // grows with c from 8 up); the plan it picks costs no more than that plan, so its digits
+    // are at most that plan's cost, and signed recoding adds at most one carry digit per
+    // scalar.
     let c = window_bits(n as usize);
     let nw = u64::from(256u32.div_ceil(c));
     let nbuckets = nw << (c - 1);
-    let entries = n * nw;
-    let k = (4 * entries.div_ceil(nbuckets)).max(16);
-    // each bucket of e entries has max(1, ceil(e / k)) <= 1 + e / k parts
-    let nparts = nbuckets + entries / k + 1;
+    let entries = n * nw + 3 * nbuckets + n;
+    // each bucket of e entries has max(1, ceil(e / k)) <= 1 + e / k parts, and with
+    // k = max(16, 4 * entries / buckets) the e / k terms add up to at most buckets / 4
+    let nparts = nbuckets + nbuckets / 4 + 1;
     let xyzz = C::XYZZ_LIMBS as u64 * 8;
     let canon = n * 32;
     let counts_offsets_cursor = (3 * nbuckets + 1) * 4;
@@ -665,6 +713,55 @@ mod tests {
         // about 9 GiB for a 2^26 G1 chunk: sanity of the units
         let gib = msm_scratch_bytes::<G1>(1 << 26) as f64 / (1u64 << 30) as f64;
         assert!((4.0..16.0).contains(&gib), "{gib} GiB");
+    }
+
+    fn hist_of(bits: &[(usize, u32)]) -> Vec<u32> {
+        let mut h = vec![0u32; 257];
+        for &(b, count) in bits {
+            h[b] += count;
+        }
+        h
+    }
+
+    #[test]
+    fn window_plan_for_random_scalars_is_the_full_width_plan() {
+        for log in [10u32, 16, 20, 22, 24, 26] {
+            let n = 1usize << log;
+            // random scalars below r < 2^255: half have 255 bits, a quarter 254, ...
+            let h = hist_of(&[
+                (255, (n / 2) as u32),
+                (254, (n / 4) as u32),
+                (253, (n / 4) as u32),
+            ]);
+            let p = WindowPlan::choose(&h, n).unwrap();
+            assert_eq!(p.c, window_bits(n), "n=2^{log}");
+            assert_eq!(p.windows, 256u32.div_ceil(p.c), "n=2^{log}");
+        }
+    }
+
+    #[test]
+    fn window_plan_for_small_scalars_has_fewer_windows() {
+        assert_eq!(WindowPlan::choose(&hist_of(&[(0, 1000)]), 1000), None);
+        assert_eq!(WindowPlan::choose(&hist_of(&[]), 0), None);
+        // only zeros and ones: one window of the narrowest width
+        let p = WindowPlan::choose(&hist_of(&[(0, 600), (1, 400)]), 1000).unwrap();
+        assert_eq!(p, WindowPlan { c: 8, windows: 1 });
+        // Filecoin-shaped: 40% zero, 35% one, 15% below 2^32, 10% full width
+        let n = 1usize << 22;
+        let part = |pct: usize| (n * pct / 100) as u32;
+        let h = hist_of(&[
+            (0, part(40)),
+            (1, part(35)),
+            (32, part(15)),
+            (255, part(10)),
+        ]);
+        let p = WindowPlan::choose(&h, n).unwrap();
+        assert!(p.c <= window_bits(n));
+        assert_eq!(p.windows, 256u32.div_ceil(p.c)); // the full-width tenth needs every window
+                                                     // scalars below 2^40: windows cover 41 bits (the last carry), no more
+        let p = WindowPlan::choose(&hist_of(&[(40, 1 << 20)]), 1 << 20).unwrap();
+        assert_eq!(p.windows, 41u32.div_ceil(p.c));
+        assert!(p.windows * p.c > 40);
     }
 
     #[test]

@@ -333,7 +333,8 @@ fn msm_case<P: Copy>(seed: u64, n: usize, points: &mut [P], identity: P) -> Vec<
 /// Buckets crowded enough to be split into many parts and summed pairwise (all the scalars
 /// equal to 1 land in one bucket): witness-shaped scalars at sizes whose part counts are
 /// not powers of two, every scalar 1 (one huge bucket), and every scalar 1 over points
-/// followed by their negations (the pairwise sums cancel to the identity on the way).
+/// followed by their negations (the pairwise sums cancel to the identity on the way); and
+/// short scalars of many bit lengths (fewer windows).
 fn crowded_bucket_cases<P: Copy>(
     points: &[P],
     one_case: impl Fn(&[P], &[Scalar], &str),
@@ -355,6 +356,25 @@ fn crowded_bucket_cases<P: Copy>(
         &vec![Scalar::ONE; n],
         "n=200003, every scalar 1",
     );
+    // short scalars get fewer windows (WindowPlan): the top window must absorb the signed
+    // digits' last carry, so try all-ones bit patterns and powers of two at many lengths
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5407);
+    for bits in [2u32, 7, 8, 9, 16, 17, 31, 40, 63, 64, 100, 128, 200, 254] {
+        let n = 5003;
+        let two = Scalar::from(2u64);
+        let sc: Vec<Scalar> = (0..n)
+            .map(|i| match i % 4 {
+                0 => two.pow_vartime([u64::from(bits)]) - Scalar::ONE, // every bit set
+                1 => two.pow_vartime([u64::from(bits - 1)]),
+                2 => Scalar::ZERO,
+                _ => (0..bits).fold(Scalar::ZERO, |v, _| {
+                    // random below 2^bits
+                    v.double() + Scalar::from(u64::from(rng.next_u32() & 1))
+                }),
+            })
+            .collect();
+        one_case(&points[..n], &sc, &format!("n={n}, scalars below 2^{bits}"));
+    }
     let half = 100_000;
     let mut pts = points[..half].to_vec();
     pts.extend(points[..half].iter().map(|&p| negate(p)));
