@@ -283,14 +283,7 @@ impl GpuDevice {
         dst: &mut DeviceBuffer<T>,
         start: usize,
     ) -> Result<()> {
-        let end = start
-            .checked_add(host.len())
-            .filter(|&end| end <= dst.len())
-            .ok_or(Error::Length {
-                op: "copy_to_device_at",
-                expected: dst.len().saturating_sub(start),
-                got: host.len(),
-            })?;
+        let end = range_end("copy_to_device_at", dst.len(), start, host.len())?;
         if host.is_empty() {
             return Ok(());
         }
@@ -315,6 +308,24 @@ impl GpuDevice {
         self.copy_to_host(src, &mut v)?;
         Ok(v)
     }
+}
+
+/// The end of `start .. start + len` inside a buffer of `dst_len` elements, or a length
+/// error naming `op` when the range does not fit.
+pub(crate) fn range_end(
+    op: &'static str,
+    dst_len: usize,
+    start: usize,
+    len: usize,
+) -> Result<usize> {
+    start
+        .checked_add(len)
+        .filter(|&end| end <= dst_len)
+        .ok_or(Error::Length {
+            op,
+            expected: dst_len.saturating_sub(start),
+            got: len,
+        })
 }
 
 pub(crate) fn check_len(op: &'static str, expected: usize, got: usize) -> Result<()> {

@@ -192,8 +192,27 @@ impl GpuDevice {
 
     /// Runs an NTT of `kind` in place on `data`, whose length must be 2^k, 1 <= k <= 28.
     /// Queued on the device's stream; call [`GpuDevice::synchronize`] or download to wait.
+    /// A block of a pass takes 2^c columns with c from `CUZK_NTT_COLS` (0, 1 or 2) when set,
+    /// else the measured default.
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = data.len(), ?kind))]
     pub fn ntt(&self, data: &mut DeviceBuffer<Scalar>, kind: NttKind) -> Result<()> {
+        self.ntt_with_columns(data, kind, cols_log())
+    }
+
+    /// As [`GpuDevice::ntt`] with 2^`cols_log` columns a block in each pass (`cols_log` <= 2;
+    /// the result does not depend on it, only the speed).
+    pub fn ntt_with_columns(
+        &self,
+        data: &mut DeviceBuffer<Scalar>,
+        kind: NttKind,
+        cols_log: u32,
+    ) -> Result<()> {
+        if cols_log > 2 {
+            return Err(Error::Unsupported {
+                op: "ntt",
+                detail: format!("2^{cols_log} columns a block (at most 2^2)"),
+            });
+        }
         let n = data.len();
         if !n.is_power_of_two() || !(2..=1 << MAX_LOG_SIZE).contains(&n) {
             return Err(Error::Unsupported {
@@ -207,7 +226,7 @@ impl GpuDevice {
         if kind == NttKind::CosetForward {
             self.distribute_powers(data, false, one)?;
         }
-        self.ntt_core(data, log_n, inverse)?;
+        self.ntt_core(data, log_n, inverse, cols_log)?;
         let minv = scalar_raw(&invert(Scalar::from(n as u64)));
         match kind {
             NttKind::Forward | NttKind::CosetForward => {}
@@ -217,7 +236,13 @@ impl GpuDevice {
         Ok(())
     }
 
-    fn ntt_core(&self, data: &mut DeviceBuffer<Scalar>, log_n: u32, inverse: bool) -> Result<()> {
+    fn ntt_core(
+        &self,
+        data: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        inverse: bool,
+        cols_log: u32,
+    ) -> Result<()> {
         let t = self.ntt_tables()?;
         let (small, root_lo, root_hi) = if inverse {
             (&t.inv_small, &t.inv_root_lo, &t.inv_root_hi)
@@ -254,7 +279,7 @@ impl GpuDevice {
         unsafe { b.launch(cfg) }.map_err(self.drv("launching the bit reversal"))?;
         mark("bitrev".into());
         let pass_fn = self.function(&NTT, "ntt_pass")?;
-        for p in passes(log_n, cols_log()) {
+        for p in passes(log_n, cols_log) {
             let smem = p.shared_bytes();
             pass_fn
                 .set_attribute(

@@ -14,7 +14,7 @@ use cudarc::driver::{CudaContext, CudaEvent, PinnedHostSlice};
 use rayon::prelude::*;
 use std::sync::Arc;
 
-use crate::device::{DeviceBuffer, GpuDevice};
+use crate::device::{range_end, DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
 use crate::layout::DeviceElem;
 
@@ -102,14 +102,7 @@ impl GpuDevice {
                 detail: "staging buffers belong to another device".into(),
             });
         }
-        let end = start
-            .checked_add(host.len())
-            .filter(|&end| end <= dst.len())
-            .ok_or(Error::Length {
-                op: "copy_to_device_staged",
-                expected: dst.len().saturating_sub(start),
-                got: host.len(),
-            })?;
+        let end = range_end("copy_to_device_staged", dst.len(), start, host.len())?;
         let raw = T::as_raw(host);
         let elem = std::mem::size_of::<T::Raw>();
         let per = (STAGE_BYTES / elem).max(1);

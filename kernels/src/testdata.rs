@@ -14,12 +14,22 @@ const CHUNK: usize = 1024;
 
 /// `n` random scalars from `seed` (parallel, deterministic).
 pub fn scalars(seed: u64, n: usize) -> Vec<Scalar> {
+    seeded_scalars(seed ^ 0x5ca1a7, n, |rng| Scalar::random(rng))
+}
+
+/// `n` scalars drawn by `draw` in parallel chunks of 2^14, chunk c from its own generator
+/// seeded with `seed ^ (c << 32)` (deterministic whatever the thread count).
+fn seeded_scalars(
+    seed: u64,
+    n: usize,
+    draw: impl Fn(&mut ChaCha8Rng) -> Scalar + Sync,
+) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; n];
     out.par_chunks_mut(1 << 14)
         .enumerate()
         .for_each(|(c, chunk)| {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32) ^ 0x5ca1a7);
-            chunk.iter_mut().for_each(|s| *s = Scalar::random(&mut rng));
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32));
+            chunk.iter_mut().for_each(|s| *s = draw(&mut rng));
         });
     out
 }
@@ -28,21 +38,12 @@ pub fn scalars(seed: u64, n: usize) -> Vec<Scalar> {
 /// `gpu_partition_bench`): 40% zero, 35% one, 15% below 2^32, 10% full width, in random
 /// order (parallel, deterministic).
 pub fn filecoin_scalars(seed: u64, n: usize) -> Vec<Scalar> {
-    let mut out = vec![Scalar::ZERO; n];
-    out.par_chunks_mut(1 << 14)
-        .enumerate()
-        .for_each(|(c, chunk)| {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((c as u64) << 32) ^ 0xf11e);
-            chunk.iter_mut().for_each(|s| {
-                *s = match rng.next_u32() % 100 {
-                    0..40 => Scalar::ZERO,
-                    40..75 => Scalar::ONE,
-                    75..90 => Scalar::from(u64::from(rng.next_u32())),
-                    _ => Scalar::random(&mut rng),
-                }
-            });
-        });
-    out
+    seeded_scalars(seed ^ 0xf11e, n, |rng| match rng.next_u32() % 100 {
+        0..40 => Scalar::ZERO,
+        40..75 => Scalar::ONE,
+        75..90 => Scalar::from(u64::from(rng.next_u32())),
+        _ => Scalar::random(rng),
+    })
 }
 
 fn points<P: Group + Curve + Send + Sync>(seed: u64, n: usize) -> Vec<P::AffineRepr>

@@ -191,28 +191,29 @@ fn ntt_matches_bellperson_at_every_size_up_to_2_22() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn ntt_matches_bellperson_with_every_column_count() {
-    // CUZK_NTT_COLS sets log2 of the columns one block of a pass takes (the default, 0, is
-    // covered above); the pass plan changes at 2^10 (two passes) and 2^19 (three passes)
+    // log2 of the columns one block of a pass takes (the default is covered above); the pass
+    // plan changes at 2^10 (two passes) and 2^19 (three passes)
     let dev = device();
     let seed = seed();
     println!("seed {seed}");
-    for cols in ["1", "2"] {
-        std::env::set_var("CUZK_NTT_COLS", cols);
+    for cols in 0..=2u32 {
         for log_n in (1..=12u32).chain([16, 18, 19, 20]) {
             let n = 1usize << log_n;
             let input = scalars(seed + 100 + log_n as u64, n);
             for kind in [NttKind::Forward, NttKind::CosetInverse] {
-                let got = run_ntt(&dev, &input, kind);
+                let mut buf = dev.upload(&input).unwrap();
+                dev.ntt_with_columns(&mut buf, kind, cols).unwrap();
+                let got = dev.download(&buf).unwrap();
                 let mut want = input.clone();
                 reference::ntt(&mut want, kind);
                 if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
-                    std::env::remove_var("CUZK_NTT_COLS");
-                    panic!("{kind:?} 2^{log_n} with CUZK_NTT_COLS={cols} differs first at {i} (seed {seed})");
+                    panic!("{kind:?} 2^{log_n} with 2^{cols} columns differs first at {i} (seed {seed})");
                 }
             }
         }
     }
-    std::env::remove_var("CUZK_NTT_COLS");
+    let mut buf = dev.upload(&scalars(seed, 16)).unwrap();
+    assert!(dev.ntt_with_columns(&mut buf, NttKind::Forward, 3).is_err());
 }
 
 /// Evaluates the polynomial with coefficients `a` at `x` (parallel Horner over chunks).
