@@ -431,7 +431,7 @@ fn msm_g1_matches_blstrs() {
         .map(|i| Scalar::from((i % 2) as u64))
         .collect();
     one_case(&points[..small.len()], &small, "n=2^16+1, 0/1 scalars");
-    crowded_bucket_cases(&points, &one_case, G1Affine::identity(), |p| -p);
+    crowded_bucket_cases(&points, one_case, G1Affine::identity(), |p| -p);
     for n in [1usize, 2, 3, 1000, (1 << 16) + 1, 1 << 20] {
         let mut pts = points[..n].to_vec();
         let sc = msm_case(seed + n as u64, n, &mut pts, G1Affine::identity());
@@ -497,7 +497,7 @@ fn msm_g2_matches_blstrs() {
         &[minus_one(), Scalar::ONE, minus_one()],
         "n=3",
     );
-    crowded_bucket_cases(&points, &one_case, G2Affine::identity(), |p| -p);
+    crowded_bucket_cases(&points, one_case, G2Affine::identity(), |p| -p);
     for n in [1usize, 2, 3, 1000, (1 << 16) + 1, 1 << 20] {
         let mut pts = points[..n].to_vec();
         let sc = msm_case(seed + n as u64, n, &mut pts, G2Affine::identity());
