@@ -164,13 +164,17 @@ fn passes(log_n: u32, cols_log: u32) -> Vec<Pass> {
     out
 }
 
-/// `CUZK_NTT_COLS` (0, 1 or 2) when set and valid, else [`DEFAULT_COLS_LOG`].
+/// `CUZK_NTT_COLS` (0, 1 or 2) when set and valid at the first NTT of the process, else
+/// [`DEFAULT_COLS_LOG`]. Read once: not on every transform.
 fn cols_log() -> u32 {
-    std::env::var("CUZK_NTT_COLS")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|&c| c <= 2)
-        .unwrap_or(DEFAULT_COLS_LOG)
+    static COLS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *COLS.get_or_init(|| {
+        std::env::var("CUZK_NTT_COLS")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&c| c <= 2)
+            .unwrap_or(DEFAULT_COLS_LOG)
+    })
 }
 
 fn grid(n: usize, block: u32) -> LaunchConfig {
@@ -192,8 +196,8 @@ impl GpuDevice {
 
     /// Runs an NTT of `kind` in place on `data`, whose length must be 2^k, 1 <= k <= 28.
     /// Queued on the device's stream; call [`GpuDevice::synchronize`] or download to wait.
-    /// A block of a pass takes 2^c columns with c from `CUZK_NTT_COLS` (0, 1 or 2) when set,
-    /// else the measured default.
+    /// A block of a pass takes 2^c columns with c from `CUZK_NTT_COLS` (0, 1 or 2; read at the
+    /// process's first NTT) when set, else the measured default.
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = data.len(), ?kind))]
     pub fn ntt(&self, data: &mut DeviceBuffer<Scalar>, kind: NttKind) -> Result<()> {
         self.ntt_with_columns(data, kind, cols_log())

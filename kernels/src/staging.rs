@@ -105,10 +105,10 @@ impl GpuDevice {
         let end = range_end("copy_to_device_staged", dst.len(), start, host.len())?;
         let raw = T::as_raw(host);
         let elem = std::mem::size_of::<T::Raw>();
-        let per = (STAGE_BYTES / elem).max(1);
         if elem > STAGE_BYTES {
-            return self.copy_to_device_at(host, dst, start);
+            return self.copy_to_device_at(host, dst, start); // one element would not fit
         }
+        let per = STAGE_BYTES / elem;
         let mut at = start;
         for chunk in raw.chunks(per) {
             let n_stages = staging.stages.len();
