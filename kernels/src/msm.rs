@@ -5,10 +5,14 @@
 //! scalars (blstrs `Scalar`, Montgomery form) and returns a blstrs projective point.
 //!
 //! Algorithm (see `cuda/msm.cu`): Pippenger with signed c-bit digits (2^(c-1) buckets per
-//! window), a counting sort of (point, sign) entries by bucket, one thread per bucket
-//! accumulating affine points in XYZZ coordinates, parallel running sums per window
-//! segment, and a final Horner step over windows on the host with blstrs. Inputs of more
-//! than [`MAX_CHUNK`] points are processed in chunks whose results are added.
+//! window), c and the number of windows chosen from the scalars' bit lengths
+//! ([`WindowPlan`]), a counting sort of (point, sign) entries by bucket, buckets split into
+//! parts of at most k entries, one thread per part accumulating affine points in XYZZ
+//! coordinates, the parts of each bucket summed pairwise (a crowded bucket, such as the one
+//! all the scalars equal to 1 land in, costs log depth), parallel running sums per window
+//! segment, a tree reduction per window, and a final Horner step over windows on the host
+//! with blstrs. Inputs of more than [`MAX_CHUNK`] points are processed in chunks whose
+//! results are added.
 
 use std::marker::PhantomData;
 use std::ops::Range;
