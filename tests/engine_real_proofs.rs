@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use blstrs::Scalar;
 use cuzk::actors::mock::find_overlap;
+use cuzk::actors::{Error as EngineError, FailureCause};
 use cuzk::{
     CpuBackend, DeviceChoice, Engine, EngineConfig, MockDevice, MockDriver, ProofKind,
     ProveOptions, Randomness, SubmitOptions,
@@ -77,6 +78,53 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
         iv.iter().any(|i| i.outcome == "failed"),
         "the failing device failed some partitions, which were proved again elsewhere"
     );
+}
+
+/// A device that returns wrong proofs is caught by verification: with a healthy device
+/// beside it every job still completes with a verified proof; alone, the job fails with the
+/// cause `Verification` (decided where the proof was checked, not read from a message).
+#[test]
+fn wrong_proofs_from_a_device_never_escape_and_fail_as_verification() {
+    support::store_with(ProofKind::WinningPost);
+    let start = |devs: Vec<MockDevice>| {
+        let driver = MockDriver::new(devs);
+        let mut cfg = EngineConfig::new(support::params_dir());
+        cfg.devices = DeviceChoice::mock(&driver);
+        cfg.synthesis_workers = 2;
+        (
+            Engine::start(cfg).expect("engine starts"),
+            driver.recorder(),
+        )
+    };
+    let req = support::inputs().winning_post.clone();
+    let store = support::store_with(ProofKind::WinningPost);
+
+    let mut liar = MockDevice::new(8);
+    liar.corrupt_every = Some(1);
+    let (engine, rec) = start(vec![liar.clone(), MockDevice::new(9)]);
+    for _ in 0..3 {
+        let res = engine
+            .prove(&req, SubmitOptions::default())
+            .expect("the healthy device proves it");
+        assert!(cuzk::verify(&store, &req, &res.proof).expect("verifier runs"));
+    }
+    engine.shutdown(Duration::from_secs(5)).expect("shutdown");
+    let iv = rec.take();
+    assert!(
+        iv.iter()
+            .all(|i| i.outcome != "corrupt" || i.device == liar.id),
+        "{iv:?}"
+    );
+
+    let (engine, _rec) = start(vec![liar]);
+    match engine.prove(&req, SubmitOptions::default()) {
+        Err(EngineError::JobFailed { cause, reason, .. }) => {
+            assert_eq!(cause, FailureCause::Verification, "{reason}");
+            assert!(reason.contains("does not verify"), "{reason}");
+        }
+        other => panic!("a wrong proof escaped or failed otherwise: {other:?}"),
+    }
+    engine.shutdown(Duration::from_secs(5)).expect("shutdown");
 }
 
 #[test]

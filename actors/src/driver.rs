@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
-use cuzk_engine::{Backend, CpuBackend, Srs};
+use cuzk_engine::{Backend, CpuBackend, Srs, Upcoming};
 
 use crate::device::{DeviceId, DeviceInfo, PciAddress};
 use crate::error::{Error, Result};
@@ -21,6 +21,12 @@ pub enum DeviceFault {
     Failed(String),
     /// The device is gone: it gets no more work and its leases are revoked.
     Lost(String),
+    /// The device returned a proof that does not verify (never passed on; the partition is
+    /// retried elsewhere, and it counts as a failure of this device).
+    Unverified(String),
+    /// The device answered with another kind of output than the work it was given: a fault
+    /// in the engine, not the device.
+    WrongAnswer(String),
 }
 
 impl std::fmt::Display for DeviceFault {
@@ -28,6 +34,8 @@ impl std::fmt::Display for DeviceFault {
         match self {
             DeviceFault::Failed(r) => write!(f, "failed: {r}"),
             DeviceFault::Lost(r) => write!(f, "device lost: {r}"),
+            DeviceFault::Unverified(r) => write!(f, "proof does not verify: {r}"),
+            DeviceFault::WrongAnswer(r) => write!(f, "wrong answer: {r}"),
         }
     }
 }
@@ -44,7 +52,16 @@ pub enum Proved {
 /// shared: the actor that opened it is the only code that can reach it.
 pub trait DeviceWorker {
     /// Proves one partition. Consumes the work (its input is not kept after an attempt).
-    fn prove(&mut self, work: PartitionWork) -> std::result::Result<Proved, DeviceFault>;
+    ///
+    /// `next` is the partition this worker will be given next, when its device actor holds
+    /// one already (a device with a pipeline depth above 1): a GPU worker may copy it to the
+    /// device while `work`'s kernels run. Results never depend on it; the worker must not
+    /// keep anything of `next` past its own next call to `prove`.
+    fn prove(
+        &mut self,
+        work: PartitionWork,
+        next: Option<&PartitionWork>,
+    ) -> std::result::Result<Proved, DeviceFault>;
 }
 
 /// A kind of device: discovery at start-up, opening on the device's own thread, and what a
@@ -68,6 +85,14 @@ pub trait DeviceDriver: Send + Sync + 'static {
     /// Device memory leases on `device` may reserve in all.
     fn usable_vram(&self, device: &DeviceInfo) -> u64 {
         device.total_memory
+    }
+
+    /// How many leases `device` may hold at once (at least 1): one proving, the others
+    /// waiting on its actor, where the worker can use them early (uploads ahead). Each lease
+    /// reserves its own VRAM, so a second lease is granted only where both fit. 1 by default.
+    fn pipeline_depth(&self, device: &DeviceInfo) -> usize {
+        let _ = device;
+        1
     }
 }
 
@@ -99,7 +124,21 @@ impl BackendWorker {
 }
 
 impl DeviceWorker for BackendWorker {
-    fn prove(&mut self, work: PartitionWork) -> std::result::Result<Proved, DeviceFault> {
+    fn prove(
+        &mut self,
+        work: PartitionWork,
+        next: Option<&PartitionWork>,
+    ) -> std::result::Result<Proved, DeviceFault> {
+        let upcoming = next.and_then(|n| match &n.payload {
+            Payload::Proof {
+                srs, assignment, ..
+            } => Some(Upcoming {
+                token: n.lease.0,
+                srs,
+                assignment,
+            }),
+            Payload::Simulated { .. } => None,
+        });
         match work.payload {
             Payload::Proof {
                 srs,
@@ -109,7 +148,10 @@ impl DeviceWorker for BackendWorker {
                 ..
             } => {
                 let backend = &mut self.backend;
-                let run = || backend.prove(&srs, assignment, r, s, work.partition);
+                let (partition, token) = (work.partition, work.lease.0);
+                let run = || {
+                    backend.prove_pipelined(&srs, assignment, (r, s), partition, token, upcoming)
+                };
                 let out = match &self.pool {
                     Some(pool) => pool.install(run),
                     None => run(),
@@ -181,6 +223,7 @@ pub type GpuOpener = Arc<dyn Fn(usize) -> cuzk_engine::Result<Box<dyn Backend>> 
 pub struct CudaDriver {
     opener: Option<GpuOpener>,
     vram: Option<Arc<dyn Fn(&Srs) -> u64 + Send + Sync>>,
+    depth: usize,
 }
 
 impl CudaDriver {
@@ -190,7 +233,19 @@ impl CudaDriver {
         opener: Option<GpuOpener>,
         vram: Option<Arc<dyn Fn(&Srs) -> u64 + Send + Sync>>,
     ) -> Self {
-        CudaDriver { opener, vram }
+        CudaDriver {
+            opener,
+            vram,
+            depth: 2,
+        }
+    }
+
+    /// Sets how many leases each GPU may hold (see [`DeviceDriver::pipeline_depth`]): 2 by
+    /// default, so the next partition is uploaded while the current one's kernels run; 1
+    /// turns that off.
+    pub fn with_pipeline_depth(mut self, depth: usize) -> Self {
+        self.depth = depth.max(1);
+        self
     }
 
     /// Whether this build can prove on GPUs.
@@ -277,6 +332,10 @@ impl DeviceDriver for CudaDriver {
     fn usable_vram(&self, device: &DeviceInfo) -> u64 {
         // Leave room for the context, modules and allocator slack.
         device.total_memory.saturating_sub(2 << 30)
+    }
+
+    fn pipeline_depth(&self, _device: &DeviceInfo) -> usize {
+        self.depth
     }
 }
 

@@ -183,8 +183,8 @@ pub struct JobResult {
 pub enum ReportOutcome {
     /// Proved.
     Completed,
-    /// Failed, with the reason.
-    Failed(String),
+    /// Failed: its cause and message.
+    Failed(crate::failure::Failure),
     /// Cancelled (with a reason when the engine did it).
     Cancelled(Option<String>),
 }

@@ -62,11 +62,13 @@ pub enum Error {
         waited: std::time::Duration,
     },
     /// The job ended with an error.
-    #[error("job {job} failed: {reason}")]
+    #[error("job {job} failed ({cause}): {reason}")]
     JobFailed {
         /// The job.
         job: u64,
-        /// Why.
+        /// The class of failure, decided where it happened.
+        cause: crate::failure::FailureCause,
+        /// What happened.
         reason: String,
     },
     /// The job was cancelled.

@@ -17,6 +17,7 @@
 //! | [`scheduler`] | the scheduler's state machine: priorities, retries, quarantine, timeouts |
 //! | [`work`] | what travels to a device; simulated jobs |
 //! | [`trace`] | Chrome/Perfetto trace files, one track per device |
+//! | [`failure`] | why a job failed: a cause decided where it happened, carried to every reader |
 //! | [`error`] | the crate's error type |
 //!
 //! The actix actors themselves (scheduler, synthesis pool, device actors) are private to
@@ -28,6 +29,7 @@ pub mod device;
 pub mod driver;
 pub mod engine;
 pub mod error;
+pub mod failure;
 pub mod lease;
 pub mod mock;
 mod runtime;
@@ -42,6 +44,7 @@ pub use engine::{
     JobTimings, QueueStatus, ReportOutcome, SrsStatus, SubmitOptions, Submitted,
 };
 pub use error::{Error, Result};
+pub use failure::{Failure, FailureCause};
 pub use lease::{Lease, LeaseId, LeaseTable};
 pub use mock::{Interval, MockDevice, MockDriver, MockRecorder};
 pub use runtime::{DeviceLive, JobProgress};

@@ -30,6 +30,10 @@ pub struct MockDevice {
     pub speed: f64,
     /// Fail every k-th partition.
     pub fail_every: Option<u32>,
+    /// Return a proof that does not verify (its A and C swapped) for every k-th real
+    /// partition: a silently wrong device, which only the device actor's verification
+    /// catches.
+    pub corrupt_every: Option<u32>,
     /// Hang on the n-th partition for `hang_for`, then answer (too late).
     pub hang_on: Option<u32>,
     /// How long a hang lasts.
@@ -41,6 +45,8 @@ pub struct MockDevice {
     pub panic_on: Option<u32>,
     /// Fail to open at start-up.
     pub fail_open: bool,
+    /// Leases the device may hold at once ([`DeviceDriver::pipeline_depth`]); 1 by default.
+    pub depth: usize,
 }
 
 impl MockDevice {
@@ -61,11 +67,13 @@ impl MockDevice {
             vram: 80 << 30,
             speed: 1.0,
             fail_every: None,
+            corrupt_every: None,
             hang_on: None,
             hang_for: Duration::from_secs(1),
             lost_on: None,
             panic_on: None,
             fail_open: false,
+            depth: 1,
         }
     }
 }
@@ -85,8 +93,11 @@ pub struct Interval {
     pub end: Duration,
     /// Device memory the lease reserved.
     pub vram: u64,
-    /// How the attempt ended ("ok", "failed", "lost", "panic", "hang").
+    /// How the attempt ended ("ok", "failed", "lost", "panic", "hang", "corrupt").
     pub outcome: &'static str,
+    /// The partition the device actor named as the next one while this one ran (job,
+    /// partition), which a GPU would have uploaded meanwhile.
+    pub ahead: Option<(JobId, usize)>,
 }
 
 /// Collects the intervals of every mock device of a driver. Cheap to clone; devices send
@@ -218,6 +229,7 @@ impl DeviceDriver for MockDriver {
             spec: physical,
             started: 0,
             lost: false,
+            ahead: None,
             recorder: self.recorder.clone(),
             cpu: CpuBackend,
         }))
@@ -230,12 +242,18 @@ impl DeviceDriver for MockDriver {
         let cap = self.spec(device.id).map_or(device.total_memory, |d| d.vram);
         want.min(cap)
     }
+
+    fn pipeline_depth(&self, device: &DeviceInfo) -> usize {
+        self.spec(device.id).map_or(1, |d| d.depth.max(1))
+    }
 }
 
 struct MockWorker {
     spec: MockDevice,
     started: u32,
     lost: bool,
+    /// The upcoming partition named with the attempt in progress.
+    ahead: Option<(JobId, usize)>,
     recorder: MockRecorder,
     cpu: CpuBackend,
 }
@@ -252,13 +270,19 @@ impl MockWorker {
             end: Instant::now().saturating_duration_since(epoch),
             vram: work.2,
             outcome,
+            ahead: self.ahead,
         });
     }
 }
 
 impl DeviceWorker for MockWorker {
-    fn prove(&mut self, work: PartitionWork) -> std::result::Result<Proved, DeviceFault> {
+    fn prove(
+        &mut self,
+        work: PartitionWork,
+        next: Option<&PartitionWork>,
+    ) -> std::result::Result<Proved, DeviceFault> {
         let start = Instant::now();
+        self.ahead = next.map(|n| (n.job, n.partition));
         self.started += 1;
         let n = self.started;
         let key = (work.job, work.partition, work.reserved_vram);
@@ -305,6 +329,16 @@ impl DeviceWorker for MockWorker {
                 self.spec.id,
                 self.spec.fail_every.unwrap_or(0)
             )));
+        }
+        if hit(self.spec.corrupt_every) {
+            self.record(key, start, "corrupt");
+            return result.map(|p| match p {
+                Proved::Groth16(mut proof) => {
+                    std::mem::swap(&mut proof.a, &mut proof.c);
+                    Proved::Groth16(proof)
+                }
+                other => other,
+            });
         }
         self.record(key, start, if result.is_ok() { "ok" } else { "failed" });
         result

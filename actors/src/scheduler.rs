@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
+use crate::failure::{Failure, FailureCause};
 use crate::lease::{Lease, LeaseId, LeaseTable};
 
 /// Priority classes, numbered as the `cuzk.v1` wire contract numbers them.
@@ -76,8 +77,9 @@ impl Default for Limits {
 pub enum JobOutcome<T> {
     /// Every partition's output, in partition order.
     Completed(Vec<T>),
-    /// A partition failed too often, or no device can run it.
-    Failed(String),
+    /// A partition failed too often, or no device can run it, or the job was failed from
+    /// outside ([`SchedulerCore::fail`]).
+    Failed(Failure),
     /// Cancelled by the caller.
     Cancelled,
 }
@@ -247,7 +249,7 @@ impl<T: Clone> SchedulerCore<T> {
     pub fn complete(
         &mut self,
         lease: LeaseId,
-        result: std::result::Result<T, String>,
+        result: std::result::Result<T, Failure>,
     ) -> Completion {
         let Ok(l) = self.leases.release(lease) else {
             return Completion::Discarded; // revoked (timeout, lost device) earlier
@@ -272,19 +274,23 @@ impl<T: Clone> SchedulerCore<T> {
                 }
                 Completion::Accepted
             }
-            Err(reason) => {
+            Err(failure) => {
+                // the partition's own attempt first: if its attempts are spent, its job fails
+                // with this failure's cause, not with what quarantining the device leads to
+                self.retry(l.job, l.partition, Some(l.device), &failure);
                 let f = self.failures.entry(l.device).or_insert(0);
                 *f += 1;
                 if *f >= self.limits.quarantine_after && !self.quarantined.contains(&l.device) {
                     self.quarantine(l.device);
                 }
-                self.retry(l.job, l.partition, Some(l.device), &reason);
                 Completion::Accepted
             }
         }
     }
 
-    fn retry(&mut self, job_id: JobId, p: usize, failed_on: Option<DeviceId>, reason: &str) {
+    /// Queues partition `p` again after a failed attempt, or fails its job once the attempts
+    /// are spent, with the last attempt's cause.
+    fn retry(&mut self, job_id: JobId, p: usize, failed_on: Option<DeviceId>, last: &Failure) {
         let max = self.limits.max_attempts;
         let Some(job) = self.jobs.get_mut(&job_id) else {
             return;
@@ -294,9 +300,12 @@ impl<T: Clone> SchedulerCore<T> {
         }
         job.attempts[p] += 1;
         if job.attempts[p] >= max {
-            let why = format!(
-                "partition {p} failed {} times; last error: {reason}",
-                job.attempts[p]
+            let why = Failure::new(
+                last.cause,
+                format!(
+                    "partition {p} failed {} times; last error: {}",
+                    job.attempts[p], last.message
+                ),
             );
             self.end(job_id, JobOutcome::Failed(why));
             self.waiting.retain(|&(_, _, j, _)| j != job_id);
@@ -321,7 +330,8 @@ impl<T: Clone> SchedulerCore<T> {
         self.quarantined.push(device);
         for l in self.leases.remove_device(device) {
             self.lease_started.remove(&l.id);
-            self.retry(l.job, l.partition, None, "device quarantined");
+            let why = Failure::new(FailureCause::Device, "device quarantined");
+            self.retry(l.job, l.partition, None, &why);
         }
         self.fail_unrunnable();
     }
@@ -338,7 +348,8 @@ impl<T: Clone> SchedulerCore<T> {
             .map(|(i, _)| *i)
             .collect();
         for id in ids {
-            self.end(id, JobOutcome::Failed("no usable device remains".into()));
+            let why = Failure::new(FailureCause::Device, "no usable device remains");
+            self.end(id, JobOutcome::Failed(why));
         }
         self.waiting.clear();
     }
@@ -358,7 +369,11 @@ impl<T: Clone> SchedulerCore<T> {
             if let Ok(l) = self.leases.release(id) {
                 self.lease_started.remove(&id);
                 *self.failures.entry(l.device).or_insert(0) += 1;
-                self.retry(l.job, l.partition, Some(l.device), "lease timed out");
+                let why = Failure::new(
+                    FailureCause::Device,
+                    format!("lease timed out on {} after {timeout:?}", l.device),
+                );
+                self.retry(l.job, l.partition, Some(l.device), &why);
                 out.push(l);
             }
         }
@@ -410,7 +425,7 @@ impl<T: Clone> SchedulerCore<T> {
     /// Fails a job from outside (its input could not be built, its deadline passed): waiting
     /// partitions are dropped and results of its active leases will be discarded. Returns
     /// whether it was still running.
-    pub fn fail(&mut self, job_id: JobId, reason: String) -> bool {
+    pub fn fail(&mut self, job_id: JobId, reason: Failure) -> bool {
         let running = self.jobs.get(&job_id).is_some_and(|j| j.outcome.is_none());
         if running {
             self.end(job_id, JobOutcome::Failed(reason));

@@ -12,6 +12,9 @@ use crate::scheduler::{JobId, Priority};
 /// One partition leased to one device. Built by a synthesis actor, moved to the device actor
 /// that holds the lease; the device consumes it (a failed attempt is synthesised again).
 pub struct PartitionWork {
+    /// The lease it runs under: unique within an engine, so it also names this attempt
+    /// (a worker that uploaded it ahead recognises it by this).
+    pub lease: crate::lease::LeaseId,
     /// The job.
     pub job: JobId,
     /// Partition index within the job.

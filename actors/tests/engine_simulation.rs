@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use cuzk_actors::mock::find_overlap;
 use cuzk_actors::work::simulated_token;
 use cuzk_actors::{
-    DeviceChoice, DeviceSelector, Engine, EngineConfig, Error, Interval, JobId, Limits, MockDevice,
-    MockDriver, Priority, SimulatedJob, SubmitOptions,
+    DeviceChoice, DeviceSelector, Engine, EngineConfig, Error, FailureCause, Interval, JobId,
+    Limits, MockDevice, MockDriver, Priority, SimulatedJob, SubmitOptions,
 };
 
 fn config(driver: &MockDriver) -> EngineConfig {
@@ -428,8 +428,9 @@ fn a_panic_in_synthesis_fails_its_job_clearly_and_nothing_else() {
         .unwrap()
         .job;
     match engine.wait(bad, Some(Duration::from_secs(10))) {
-        Err(Error::JobFailed { reason, .. }) => {
-            assert!(reason.contains("synthesis panicked"), "{reason}")
+        Err(Error::JobFailed { reason, cause, .. }) => {
+            assert!(reason.contains("synthesis panicked"), "{reason}");
+            assert_eq!(cause, FailureCause::Synthesis, "{reason}");
         }
         other => panic!("expected a failure, got {other:?}"),
     }
@@ -597,7 +598,10 @@ fn timeouts_idempotency_and_late_waiters() {
         .unwrap()
         .job;
     match engine.wait(slow, None) {
-        Err(Error::JobFailed { reason, .. }) => assert!(reason.contains("timeout"), "{reason}"),
+        Err(Error::JobFailed { reason, cause, .. }) => {
+            assert!(reason.contains("timeout"), "{reason}");
+            assert_eq!(cause, FailureCause::Timeout, "{reason}");
+        }
         other => panic!("expected a timeout failure, got {other:?}"),
     }
     engine.shutdown(Duration::ZERO).unwrap();

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use cuzk_actors::scheduler::Completion;
 use cuzk_actors::{
-    DeviceId, JobOutcome, JobSpec, Lease, LeaseTable, Limits, PciAddress, Priority, SchedulerCore,
+    DeviceId, Failure, FailureCause, JobOutcome, JobSpec, Lease, LeaseTable, Limits, PciAddress,
+    Priority, SchedulerCore,
 };
 
 fn dev(n: u32) -> DeviceId {
@@ -157,7 +158,7 @@ impl Sim {
             let r = if ok {
                 Ok((lease.job, lease.partition))
             } else {
-                Err("injected".to_string())
+                Err(Failure::new(FailureCause::Verification, "injected"))
             };
             let _ = self.core.complete(lease.id, r);
         }
@@ -281,7 +282,11 @@ fn partition_failing_everywhere_fails_its_job_with_a_reason() {
         }
     }
     match sim.core.take_outcome(id) {
-        Some(JobOutcome::Failed(why)) => assert!(why.contains("failed 4 times"), "{why}"),
+        Some(JobOutcome::Failed(why)) => {
+            assert!(why.message.contains("failed 4 times"), "{why}");
+            // the job's cause is its last attempt's, not a generic one
+            assert_eq!(why.cause, FailureCause::Verification, "{why}");
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -37,6 +37,6 @@ pub use cuzk_pce as pce;
 pub use error::{Error, Result};
 pub use kind::{ProofKind, RegisteredProof, SectorSize};
 pub use pipeline::{prove, prove_circuit, verify, ProofOutput, ProveOptions, Randomness, Timings};
-pub use prover::Backend;
+pub use prover::{Backend, Upcoming};
 pub use request::{PostInputs, ProofInputs, ProofRequest, SnapInputs};
 pub use srs::{Srs, SrsStore};

@@ -31,6 +31,36 @@ pub trait Backend: Send {
         s: Scalar,
         partition: usize,
     ) -> Result<Proof<Bls12>>;
+
+    /// Proves one partition as [`Backend::prove`] does, and may start moving `next` (the
+    /// partition its caller will ask for after this one) to the device while this one's
+    /// kernels run. `token` names this partition; when it equals the `token` of the `next`
+    /// given at the previous call, what was moved then is used now. Results are the same as
+    /// [`Backend::prove`]'s whatever is given; a backend without a device ignores `next`.
+    fn prove_pipelined(
+        &mut self,
+        srs: &Srs,
+        assignment: Assignment,
+        (r, s): (Scalar, Scalar),
+        partition: usize,
+        token: u64,
+        next: Option<Upcoming<'_>>,
+    ) -> Result<Proof<Bls12>> {
+        let _ = (token, next);
+        self.prove(srs, assignment, r, s, partition)
+    }
+}
+
+/// A partition that will be proved after the current one on the same backend (see
+/// [`Backend::prove_pipelined`]): the backend may copy its assignment ahead of time.
+#[derive(Clone, Copy)]
+pub struct Upcoming<'a> {
+    /// The token the caller will pass when it proves this partition.
+    pub token: u64,
+    /// Its parameters.
+    pub srs: &'a Srs,
+    /// Its assignment (read, not consumed).
+    pub assignment: &'a Assignment,
 }
 
 /// The group elements a backend computes before randomisation.

@@ -174,6 +174,39 @@ impl GpuDevice {
         &self.stream
     }
 
+    /// A second handle to the same device and context with its own non-blocking stream: what
+    /// is queued on it runs beside, not after, the work of this handle's stream (the copy
+    /// engines move data while the SMs run kernels).
+    ///
+    /// Ordering between the two streams is cudarc's event tracking: once a context has a
+    /// second stream, every buffer records the events of the work that wrote or read it, and
+    /// a stream that uses the buffer next waits for them. So a buffer filled on the side
+    /// stream is complete before a kernel on the main stream reads it, and it is freed only
+    /// after that read. The first call moves the context into that mode (cudarc synchronises
+    /// the context once, then). The handle has its own module cells and NTT tables, loaded
+    /// only if kernels are queued on it.
+    pub fn side_stream(&self) -> Result<GpuDevice> {
+        let stream = self
+            .ctx
+            .new_stream()
+            .map_err(self.drv("creating a side stream"))?;
+        Ok(GpuDevice {
+            ctx: self.ctx.clone(),
+            stream,
+            ordinal: self.ordinal,
+            pci: self.pci,
+            uuid: self.uuid,
+            name: self.name.clone(),
+            total_memory: self.total_memory,
+            arch: self.arch.clone(),
+            modules: compile::MODULES
+                .iter()
+                .map(|m| (m.name, OnceLock::new()))
+                .collect(),
+            ntt_tables: std::sync::OnceLock::new(),
+        })
+    }
+
     /// Waits until all queued work on the device's stream has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.stream.synchronize().map_err(self.drv("synchronizing"))

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use cuzk_actors::{
-    DeviceChoice, DeviceSelector, Engine, EngineConfig, EngineStatus, JobResult, Limits, Priority,
-    ReportOutcome, SubmitOptions, WorkKind,
+    DeviceChoice, DeviceSelector, Engine, EngineConfig, EngineStatus, FailureCause, JobResult,
+    Limits, Priority, ReportOutcome, SubmitOptions, WorkKind,
 };
 
 use super::config::{Backend, DaemonConfig};
@@ -107,12 +107,13 @@ pub struct Done {
 pub enum JobEnd {
     /// Proved (and verified).
     Completed(Arc<Done>),
-    /// Failed; `cause` is a short class for metrics (`invalid-input`, `params`, ...).
+    /// Failed; `cause` was decided where the failure happened (metrics and the wire's
+    /// `failure_cause` use its short name).
     Failed {
         /// The engine's message.
         message: String,
         /// The failure class.
-        cause: &'static str,
+        cause: FailureCause,
     },
     /// Cancelled by a caller or by shutdown.
     Cancelled {
@@ -154,7 +155,7 @@ pub enum Ending {
     /// Proved.
     Completed,
     /// Failed, with its cause class.
-    Failed(&'static str),
+    Failed(FailureCause),
     /// Cancelled.
     Cancelled,
 }
@@ -246,33 +247,6 @@ pub struct Snapshot {
     pub host_memory_used: u64,
     /// Its budget, bytes.
     pub host_memory_budget: u64,
-}
-
-/// Classifies an engine failure message for metrics and the wire's `failure_cause`.
-///
-/// The engine reports a failed job as a message; its wording is the only signal.
-pub fn failure_cause(message: &str) -> &'static str {
-    let m = message.to_ascii_lowercase();
-    if m.contains("timeout") || m.contains("timed out") {
-        "timeout"
-    } else if m.contains("does not verify") {
-        "verification"
-    } else if m.contains("parameter file") {
-        "params"
-    } else if m.contains("synthesis failed") {
-        "synthesis"
-    } else if m.contains("invalid request")
-        || m.contains("cannot decode")
-        || m.contains("malformed")
-    {
-        "invalid-input"
-    } else if m.contains("device") || (m.contains("failed") && m.contains("times")) {
-        "device"
-    } else if m.contains("shut") {
-        "shutdown"
-    } else {
-        "other"
-    }
 }
 
 /// Which circuits status can name: identifier -> registered proof, filled lazily from the
@@ -367,7 +341,7 @@ pub fn engine_config(
         };
         let ending = match &r.outcome {
             ReportOutcome::Completed => Ending::Completed,
-            ReportOutcome::Failed(m) => Ending::Failed(failure_cause(m)),
+            ReportOutcome::Failed(f) => Ending::Failed(f.cause),
             ReportOutcome::Cancelled(_) => Ending::Cancelled,
         };
         on_done(&JobReport {
@@ -497,14 +471,15 @@ impl DaemonEngine {
                     message: reason.unwrap_or_else(|| "cancelled by CancelProof".into()),
                 })
             }
-            Err(cuzk_actors::Error::JobFailed { reason, .. }) => {
+            Err(cuzk_actors::Error::JobFailed { reason, cause, .. }) => {
                 WaitOutcome::Ended(JobEnd::Failed {
-                    cause: failure_cause(&reason),
+                    cause,
                     message: reason,
                 })
             }
+            // a wait answers only the errors above; anything else is the engine's own fault
             Err(other) => WaitOutcome::Ended(JobEnd::Failed {
-                cause: "other",
+                cause: FailureCause::Internal,
                 message: other.to_string(),
             }),
         }
@@ -645,13 +620,13 @@ impl DaemonEngine {
     pub fn preload(
         &self,
         proof: RegisteredProof,
-    ) -> std::result::Result<(bool, Duration, u64), String> {
+    ) -> std::result::Result<(bool, Duration, u64), cuzk_actors::Error> {
         self.keys()
             .circuits
             .seen
             .insert((proof.kind, proof.sector_size));
-        let (already, took) = self.engine.preload_srs(proof).map_err(|e| e.to_string())?;
-        let id = crate::circuits::params_identifier(proof).map_err(|e| e.to_string())?;
+        let (already, took) = self.engine.preload_srs(proof)?;
+        let id = crate::circuits::params_identifier(proof)?;
         let bytes = self
             .engine
             .store()
@@ -701,27 +676,5 @@ fn done(r: &JobResult) -> Done {
         verified: r.verified,
         timings: PhaseTimes::from_engine(&r.timings),
         devices: r.devices.iter().map(device_name).collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn failure_causes() {
-        for (msg, want) in [
-            ("did not finish within its timeout of 5s", "timeout"),
-            (
-                "partition 0 failed 3 times; last error: device 0000:41:00: out of memory",
-                "device",
-            ),
-            ("parameter file /x is missing; generate ...", "params"),
-            ("partition 2: synthesis failed: bad", "synthesis"),
-            ("proof does not verify (partition 0)", "verification"),
-            ("something else", "other"),
-        ] {
-            assert_eq!(failure_cause(msg), want, "{msg}");
-        }
     }
 }

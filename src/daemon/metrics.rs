@@ -19,6 +19,7 @@ use std::time::Duration;
 use super::config::circuit_id;
 use super::engine::{Ending, JobReport, Snapshot};
 use crate::ProofKind;
+use cuzk_actors::FailureCause;
 
 /// Histogram bucket upper bounds, seconds: from a WinningPoSt phase (milliseconds) to a
 /// PoRep 32 GiB job (minutes).
@@ -51,7 +52,7 @@ impl Histogram {
 struct Inner {
     submitted: BTreeMap<ProofKind, u64>,
     completed: BTreeMap<ProofKind, u64>,
-    failed: BTreeMap<(ProofKind, &'static str), u64>,
+    failed: BTreeMap<(ProofKind, FailureCause), u64>,
     cancelled: BTreeMap<ProofKind, u64>,
     rejected: BTreeMap<&'static str, u64>,
     rpc: BTreeMap<(&'static str, String), u64>,
@@ -174,7 +175,7 @@ fn render_counters(out: &mut String, m: &Inner) {
         let _ = writeln!(
             out,
             "cuzk_jobs_failed_total{{kind=\"{kind}\",cause=\"{}\"}} {v}",
-            esc(cause)
+            esc(cause.as_str())
         );
     }
     header(
@@ -423,7 +424,7 @@ mod tests {
         });
         m.job_done(&JobReport {
             kind: ProofKind::PorepC2,
-            ending: Ending::Failed("invalid-input"),
+            ending: Ending::Failed(FailureCause::InvalidInput),
             timings: PhaseTimes::default(),
         });
         m.rpc_done("Prove", tonic::Code::Ok);

@@ -121,7 +121,7 @@ fn end_to_wire(job: &str, end: &JobEnd) -> pb::AwaitProofResponse {
         JobEnd::Failed { message, cause } => {
             r.status = S::Failed as i32;
             r.error_message = message.clone();
-            r.failure_cause = cause.to_string();
+            r.failure_cause = cause.as_str().to_string();
             None
         }
         JobEnd::Cancelled { message } => {
@@ -336,12 +336,12 @@ impl pb::proving_engine_server::ProvingEngine for ProvingService {
             let (already, took, bytes) = tokio::task::spawn_blocking(move || engine.preload(proof))
                 .await
                 .map_err(|e| Status::internal(format!("preload task failed: {e}")))?
-                .map_err(|m| {
-                    if m.contains("is missing") {
-                        Status::failed_precondition(m)
-                    } else {
-                        Status::internal(m)
-                    }
+                .map_err(|e| match e {
+                    // the files are not there: the operator must install or generate them
+                    cuzk_actors::Error::Engine(
+                        crate::Error::ParamsMissing { .. } | crate::Error::ParamsInvalid { .. },
+                    ) => Status::failed_precondition(e.to_string()),
+                    other => Status::internal(other.to_string()),
                 })?;
             tracing::info!(circuit = %req.circuit_id, already, ms = ms(took), bytes, "parameters preloaded");
             Ok(pb::PreloadSrsResponse {

@@ -1,17 +1,25 @@
 //! The device actor: one per physical device, alone on its own named OS thread, the only code
 //! that can reach its device. It opens the device on that thread (a CUDA context is bound
 //! there), pulls leases from the scheduler when it has room, proves, verifies, reports.
+//!
+//! Pipelining: a device whose driver allows a depth of 2 holds up to two leases. It proves
+//! them one at a time, in the order granted, and names the second to its worker while the
+//! first runs, so a GPU uploads the next partition during the current one's kernels. Before
+//! it starts a partition with no second one in hand it waits for the scheduler's answer to
+//! its outstanding `Pull` (a `Run`, or `NothingNow`), so the overlap does not depend on
+//! message timing. Proving itself never overlaps: one attempt at a time, on this thread.
 
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
-use actix::{Actor, Addr, Context, Handler, System};
+use actix::{Actor, Addr, AsyncContext, Context, Handler, Message, System};
 use bellperson::groth16::verify_proof;
 use tracing::{info_span, warn};
 
 use super::scheduler::SchedulerActor;
-use super::{DeviceDown, Done, Pull, Run, Shared, StopDevice};
+use super::{DeviceDown, Done, NothingNow, Pull, Run, Shared, StopDevice};
 use crate::device::DeviceInfo;
 use crate::driver::{DeviceDriver, DeviceFault, DeviceWorker, Proved};
 use crate::error::{Error, Result};
@@ -28,6 +36,21 @@ pub(crate) struct DeviceActor {
     trace: TraceSink,
     verify: bool,
     lost: bool,
+    /// Leases the device may hold at once (the driver's pipeline depth).
+    depth: usize,
+    /// Leases granted and not yet proved, in the order granted.
+    queue: VecDeque<Run>,
+    /// Pulls sent whose immediate answer (a `Run` or `NothingNow`) has not come.
+    unanswered: usize,
+    /// A `Process` message is on its way to this actor.
+    process_queued: bool,
+}
+
+/// Device actor -> itself: prove the first queued partition (sent to itself, so that answers
+/// already in the mailbox are taken in first).
+struct Process;
+impl Message for Process {
+    type Result = ();
 }
 
 impl DeviceActor {
@@ -64,6 +87,10 @@ impl DeviceActor {
                         trace,
                         verify,
                         lost: false,
+                        depth: 1,
+                        queue: VecDeque::new(),
+                        unanswered: 0,
+                        process_queued: false,
                     }
                     .start();
                     let _ = tx.send(addr);
@@ -82,7 +109,25 @@ impl DeviceActor {
         })
     }
 
-    fn attempt(&mut self, run: Run) -> std::result::Result<Vec<u8>, DeviceFault> {
+    /// Sends one `Pull`.
+    fn pull(&mut self) {
+        self.unanswered += 1;
+        self.scheduler.do_send(Pull(self.info.id));
+    }
+
+    /// Queues a `Process` unless one is queued already or there is nothing to prove.
+    fn schedule(&mut self, ctx: &mut Context<Self>) {
+        if !self.process_queued && !self.queue.is_empty() {
+            self.process_queued = true;
+            ctx.notify(Process);
+        }
+    }
+
+    fn attempt(
+        &mut self,
+        run: Run,
+        next: Option<&crate::work::PartitionWork>,
+    ) -> std::result::Result<Vec<u8>, DeviceFault> {
         let Some(worker) = self.worker.as_mut() else {
             return Err(DeviceFault::Lost("device is not open".into()));
         };
@@ -93,22 +138,23 @@ impl DeviceActor {
             } => Some((srs.clone(), public_inputs.clone())),
             Payload::Simulated { .. } => None,
         };
-        let proved = catch_unwind(AssertUnwindSafe(|| worker.prove(run.work))).map_err(|p| {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
-            DeviceFault::Failed(format!("panicked: {msg}"))
-        })??;
+        let proved =
+            catch_unwind(AssertUnwindSafe(|| worker.prove(run.work, next))).map_err(|p| {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown panic".into());
+                DeviceFault::Failed(format!("panicked: {msg}"))
+            })??;
         match (proved, check) {
             (Proved::Groth16(proof), Some((srs, inputs))) => {
                 if self.verify {
                     let ok = info_span!("verify", device = %self.info.id, job, partition)
                         .in_scope(|| verify_proof(&srs.pvk, &proof, &inputs));
                     if !matches!(ok, Ok(true)) {
-                        return Err(DeviceFault::Failed(format!(
-                            "partition {partition} of job {job} proved on {} does not verify",
+                        return Err(DeviceFault::Unverified(format!(
+                            "partition {partition} of job {job} proved on {}",
                             self.info.id
                         )));
                     }
@@ -120,7 +166,7 @@ impl DeviceActor {
                 Ok(bytes)
             }
             (Proved::Simulated, None) => Ok(simulated_token(job, partition)),
-            _ => Err(DeviceFault::Failed(
+            _ => Err(DeviceFault::WrongAnswer(
                 "the device answered a different kind of work than it was given".into(),
             )),
         }
@@ -136,7 +182,10 @@ impl Actor for DeviceActor {
         match catch_unwind(AssertUnwindSafe(|| driver.open(&self.info))) {
             Ok(Ok(worker)) => {
                 self.worker = Some(worker);
-                self.scheduler.do_send(Pull(self.info.id));
+                self.depth = self.driver.pipeline_depth(&self.info).max(1);
+                for _ in 0..self.depth {
+                    self.pull();
+                }
             }
             Ok(Err(e)) => {
                 self.lost = true;
@@ -159,7 +208,42 @@ impl Actor for DeviceActor {
 impl Handler<Run> for DeviceActor {
     type Result = ();
 
-    fn handle(&mut self, run: Run, _ctx: &mut Self::Context) {
+    fn handle(&mut self, run: Run, ctx: &mut Self::Context) {
+        self.unanswered = self.unanswered.saturating_sub(1);
+        self.queue.push_back(run);
+        self.schedule(ctx);
+    }
+}
+
+impl Handler<NothingNow> for DeviceActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: NothingNow, ctx: &mut Self::Context) {
+        self.unanswered = self.unanswered.saturating_sub(1);
+        self.schedule(ctx);
+    }
+}
+
+impl Handler<Process> for DeviceActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Process, ctx: &mut Self::Context) {
+        self.process_queued = false;
+        if self.depth > 1 && self.queue.len() == 1 && self.unanswered > 0 {
+            return; // the answer to the outstanding Pull schedules us again
+        }
+        let Some(run) = self.queue.pop_front() else {
+            return;
+        };
+        self.run(run);
+        self.schedule(ctx);
+    }
+}
+
+impl DeviceActor {
+    /// Proves one leased partition (naming the next queued one to the worker), reports it,
+    /// and asks for another lease.
+    fn run(&mut self, run: Run) {
         let (job, partition, lease) = (run.work.job, run.work.partition, run.lease.id);
         let device = self.info.id;
         let span = info_span!("gpu", device = %device, job, partition, lease = lease.0);
@@ -171,7 +255,10 @@ impl Handler<Run> for DeviceActor {
         let result = if self.lost {
             Err(DeviceFault::Lost("device was lost earlier".into()))
         } else {
-            self.attempt(run)
+            let queue = std::mem::take(&mut self.queue);
+            let r = self.attempt(run, queue.front().map(|r| &r.work));
+            self.queue = queue;
+            r
         };
         let took = t0.elapsed();
         let outcome = match &result {
@@ -201,7 +288,7 @@ impl Handler<Run> for DeviceActor {
             took,
         });
         if !self.lost {
-            self.scheduler.do_send(Pull(device));
+            self.pull();
         }
     }
 }

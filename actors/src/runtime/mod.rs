@@ -24,6 +24,7 @@ use crate::device::DeviceId;
 use crate::driver::DeviceFault;
 use crate::engine::{EngineStatus, JobResult, Submitted};
 use crate::error::Result;
+use crate::failure::Failure;
 use crate::lease::{Lease, LeaseId};
 use crate::scheduler::{JobId, Priority};
 use crate::work::{PartitionWork, Payload, SimulatedJob, WorkKind};
@@ -143,7 +144,7 @@ impl Message for Prepare {
 /// Synthesis -> scheduler: a job's parameters are loaded (or not).
 pub(crate) struct Prepared {
     pub job: JobId,
-    pub result: std::result::Result<(Arc<Srs>, Option<Arc<R1cs>>, Duration), String>,
+    pub result: std::result::Result<(Arc<Srs>, Option<Arc<R1cs>>, Duration), Failure>,
 }
 impl Message for Prepared {
     type Result = ();
@@ -179,7 +180,7 @@ impl Message for Synthesize {
 pub(crate) struct Synthesized {
     pub job: JobId,
     pub partition: usize,
-    pub result: std::result::Result<Payload, String>,
+    pub result: std::result::Result<Payload, Failure>,
     pub took: Duration,
 }
 impl Message for Synthesized {
@@ -189,6 +190,13 @@ impl Message for Synthesized {
 /// Device -> scheduler: the device has room for one more partition.
 pub(crate) struct Pull(pub DeviceId);
 impl Message for Pull {
+    type Result = ();
+}
+
+/// Scheduler -> device: the device's last `Pull` gets no lease now (one comes with a `Run`
+/// when work does).
+pub(crate) struct NothingNow;
+impl Message for NothingNow {
     type Result = ();
 }
 

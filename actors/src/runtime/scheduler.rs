@@ -18,8 +18,8 @@ use tracing::{info, warn};
 use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
-    Await, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, Prepare, Prepared, Pull,
-    Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized,
+    Await, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, NothingNow, Prepare,
+    Prepared, Pull, Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized,
 };
 use crate::device::{DeviceId, DeviceInfo};
 use crate::driver::{DeviceDriver, DeviceFault};
@@ -28,6 +28,7 @@ use crate::engine::{
     SrsStatus, Submitted,
 };
 use crate::error::{Error, Result};
+use crate::failure::{Failure, FailureCause};
 use crate::lease::LeaseId;
 use crate::scheduler::{JobId, JobOutcome, Limits, Priority, SchedulerCore};
 use crate::trace::TraceSink;
@@ -82,7 +83,7 @@ struct JobEntry {
 #[derive(Clone)]
 enum Finished {
     Ok(JobResult),
-    Failed(String),
+    Failed(Failure),
     Cancelled(Option<String>),
 }
 
@@ -90,9 +91,10 @@ impl Finished {
     fn to_result(&self, job: JobId) -> Result<JobResult> {
         match self {
             Finished::Ok(r) => Ok(r.clone()),
-            Finished::Failed(reason) => Err(Error::JobFailed {
+            Finished::Failed(f) => Err(Error::JobFailed {
                 job,
-                reason: reason.clone(),
+                cause: f.cause,
+                reason: f.message.clone(),
             }),
             Finished::Cancelled(reason) => Err(Error::Cancelled {
                 job,
@@ -105,7 +107,8 @@ impl Finished {
 struct DeviceSlot {
     info: DeviceInfo,
     addr: Option<Addr<DeviceActor>>,
-    idle: bool,
+    /// Leases the device has asked for (one `Pull` each) and not yet been sent.
+    wants: usize,
     down: Option<String>,
     usable: u64,
 }
@@ -141,7 +144,8 @@ impl SchedulerActor {
     pub(crate) fn start(setup: SchedulerSetup) -> Result<Addr<SchedulerActor>> {
         let mut leases = crate::lease::LeaseTable::new();
         for d in &setup.devices {
-            leases.add_device(d.id, setup.driver.usable_vram(d), 1)?;
+            let depth = setup.driver.pipeline_depth(d).max(1);
+            leases.add_device(d.id, setup.driver.usable_vram(d), depth)?;
         }
         let core = SchedulerCore::new(leases, setup.limits.clone());
         let mut device_err = None;
@@ -182,7 +186,7 @@ impl SchedulerActor {
                     DeviceSlot {
                         info: info.clone(),
                         addr,
-                        idle: false,
+                        wants: 0,
                         down: None,
                         usable: setup.driver.usable_vram(info),
                     },
@@ -325,10 +329,13 @@ impl SchedulerActor {
         }
         if let Some(t) = msg.timeout.or(self.setup.job_timeout) {
             ctx.run_later(t, move |act, _ctx| {
-                if act
-                    .core
-                    .fail(id, format!("did not finish within its timeout of {t:?}"))
-                {
+                if act.core.fail(
+                    id,
+                    Failure::new(
+                        FailureCause::Timeout,
+                        format!("did not finish within its timeout of {t:?}"),
+                    ),
+                ) {
                     act.after_change();
                 }
             });
@@ -416,7 +423,12 @@ impl SchedulerActor {
         if !fits {
             self.core.fail(
                 id,
-                format!("a partition needs {vram} bytes of device memory; no device has that much"),
+                Failure::new(
+                    FailureCause::Device,
+                    format!(
+                        "a partition needs {vram} bytes of device memory; no device has that much"
+                    ),
+                ),
             );
             self.after_change();
             return;
@@ -483,18 +495,32 @@ impl SchedulerActor {
         }
     }
 
-    /// Grants leases to idle devices, highest-priority ready partition first.
+    /// Grants leases to devices that asked for them, highest-priority ready partition first,
+    /// one per device per round, so that devices share the work before any takes a second.
     fn dispatch(&mut self) {
         let now = Instant::now();
-        let idle: Vec<DeviceId> = self
-            .devices
-            .iter()
-            .filter(|(_, d)| d.idle && d.down.is_none() && d.addr.is_some())
-            .map(|(id, _)| *id)
-            .collect();
-        for dev in idle {
+        loop {
+            let wanting: Vec<DeviceId> = self
+                .devices
+                .iter()
+                .filter(|(_, d)| d.wants > 0 && d.down.is_none() && d.addr.is_some())
+                .map(|(id, _)| *id)
+                .collect();
+            let mut granted = false;
+            for dev in wanting {
+                granted |= self.dispatch_one(dev, now);
+            }
+            if !granted {
+                break;
+            }
+        }
+    }
+
+    /// Grants `dev` its best eligible partition, if any; returns whether it did.
+    fn dispatch_one(&mut self, dev: DeviceId, now: Instant) -> bool {
+        {
             let Some(lease) = self.core.next_for(dev, now) else {
-                continue;
+                return false;
             };
             let key = (lease.job, lease.partition);
             let Some(payload) = self.ready.remove(&key) else {
@@ -505,9 +531,9 @@ impl SchedulerActor {
                     partition = lease.partition,
                     "leased partition has no input"
                 );
-                self.core
-                    .complete(lease.id, Err("internal: input missing".into()));
-                continue;
+                let why = Failure::new(FailureCause::Internal, "leased partition has no input");
+                self.core.complete(lease.id, Err(why));
+                return false; // no second try this round: its retry needs new input
             };
             let bytes = self.jobs.get(&lease.job).map_or(0, |e| e.host_bytes);
             self.on_device.insert(lease.id, bytes);
@@ -518,10 +544,11 @@ impl SchedulerActor {
             }
             let slot = self.devices.get_mut(&dev);
             if let Some(slot) = slot {
-                slot.idle = false;
+                slot.wants = slot.wants.saturating_sub(1);
                 if let Some(addr) = &slot.addr {
                     addr.do_send(Run {
                         work: PartitionWork {
+                            lease: lease.id,
                             job: lease.job,
                             partition: lease.partition,
                             reserved_vram: lease.bytes,
@@ -532,6 +559,7 @@ impl SchedulerActor {
                 }
             }
         }
+        true
     }
 
     /// After any change: re-queue partitions that need new input, answer finished jobs,
@@ -592,7 +620,7 @@ impl SchedulerActor {
             }
             JobOutcome::Failed(reason) => {
                 self.counts.1 += 1;
-                warn!(job = id, %reason, "job failed");
+                warn!(job = id, cause = %reason.cause, %reason, "job failed");
                 (
                     Finished::Failed(reason.clone()),
                     ReportOutcome::Failed(reason),
@@ -819,12 +847,24 @@ impl Handler<Pull> for SchedulerActor {
     type Result = ();
 
     fn handle(&mut self, msg: Pull, _ctx: &mut Self::Context) {
+        let mut wants = None;
         if let Some(d) = self.devices.get_mut(&msg.0) {
             if d.down.is_none() {
-                d.idle = true;
+                d.wants += 1;
+                wants = Some(d.wants);
             }
         }
         self.after_change();
+        // Every Pull gets one answer at once: a Run, or word that nothing can be granted now
+        // (a device that holds one partition waits for that answer before it starts, so it
+        // can upload the next one ahead when there is one).
+        if let (Some(before), Some(d)) = (wants, self.devices.get(&msg.0)) {
+            if d.wants >= before {
+                if let Some(addr) = &d.addr {
+                    addr.do_send(NothingNow);
+                }
+            }
+        }
     }
 }
 
@@ -854,7 +894,12 @@ impl Handler<Done> for SchedulerActor {
             warn!(device = %msg.device, job = msg.job, partition = msg.partition, fault = %f, "partition attempt failed");
         }
         let ok = msg.result.is_ok();
-        let result = msg.result.map_err(|f| format!("on {}: {f}", msg.device));
+        let result = msg.result.map_err(|f| {
+            Failure::new(
+                FailureCause::of_device_fault(&f),
+                format!("on {}: {f}", msg.device),
+            )
+        });
         let c = self.core.complete(msg.lease, result);
         if ok && c == crate::scheduler::Completion::Accepted {
             if let Some(e) = self.jobs.get_mut(&msg.job) {
@@ -876,7 +921,7 @@ impl SchedulerActor {
         warn!(%device, %reason, "device down; its work moves to other devices");
         if let Some(d) = self.devices.get_mut(&device) {
             d.down = Some(reason);
-            d.idle = false;
+            d.wants = 0;
         }
         for l in self.core.leases().active_on(device) {
             if let Some(e) = self.jobs.get_mut(&l.job) {

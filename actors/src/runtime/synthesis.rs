@@ -15,6 +15,7 @@ use tracing::info_span;
 
 use super::scheduler::SchedulerActor;
 use super::{Prepare, Prepared, SynthInput, Synthesize, Synthesized};
+use crate::failure::{Failure, FailureCause};
 use crate::trace::TraceSink;
 use crate::work::Payload;
 
@@ -48,21 +49,26 @@ impl Handler<Prepare> for SynthesisActor {
             let t = Instant::now();
             let srs = store
                 .get_by_identifier(msg.proof, &msg.params_identifier)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Failure::from_engine(&e))?;
             let load = t.elapsed();
             let r1cs = if msg.pce {
                 Some(
                     store
                         .pce()
                         .get_or_record(&msg.shape_identity, msg.blank)
-                        .map_err(|e| e.to_string())?,
+                        .map_err(|e| Failure::from_engine(&e))?,
                 )
             } else {
                 None
             };
             Ok((srs, r1cs, load))
         }))
-        .unwrap_or_else(|p| Err(format!("preparing panicked: {}", panic_message(p))));
+        .unwrap_or_else(|p| {
+            Err(Failure::new(
+                FailureCause::Synthesis,
+                format!("preparing panicked: {}", panic_message(p)),
+            ))
+        });
         self.trace.slice(
             &self.track,
             "prepare",
@@ -86,7 +92,15 @@ impl Handler<Synthesize> for SynthesisActor {
         let (job, partition) = (msg.job, msg.partition);
         let _span = info_span!("synthesis", job, partition).entered();
         let result = catch_unwind(AssertUnwindSafe(|| synthesize(msg.input, partition)))
-            .unwrap_or_else(|p| Err(format!("synthesis panicked: {}", panic_message(p))));
+            .unwrap_or_else(|p| {
+                Err(Failure::new(
+                    FailureCause::Synthesis,
+                    format!(
+                        "partition {partition}: synthesis panicked: {}",
+                        panic_message(p)
+                    ),
+                ))
+            });
         let took = t0.elapsed();
         self.trace.slice(
             &self.track,
@@ -105,7 +119,9 @@ impl Handler<Synthesize> for SynthesisActor {
     }
 }
 
-fn synthesize(input: SynthInput, partition: usize) -> std::result::Result<Payload, String> {
+/// Builds one partition's input. Each error carries the cause its origin implies: the
+/// engine error's variant, a PCE failure as synthesis, mismatched public inputs as input.
+fn synthesize(input: SynthInput, partition: usize) -> std::result::Result<Payload, Failure> {
     match input {
         SynthInput::Simulated {
             time,
@@ -131,16 +147,24 @@ fn synthesize(input: SynthInput, partition: usize) -> std::result::Result<Payloa
                 Some(r1cs) => {
                     let (input, aux) = info_span!("witness")
                         .in_scope(|| circuit.witness())
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| Failure::from_engine(&e))?;
                     info_span!("matvec")
                         .in_scope(|| cuzk_engine::pce::evaluate(r1cs, input, aux))
-                        .map_err(|e| e.to_string())?
+                        .map_err(|e| {
+                            Failure::new(
+                                FailureCause::Synthesis,
+                                format!("partition {partition}: constraint evaluation failed: {e}"),
+                            )
+                        })?
                 }
-                None => circuit.synthesize().map_err(|e| e.to_string())?,
+                None => circuit.synthesize().map_err(|e| Failure::from_engine(&e))?,
             };
             if assignment.public_inputs() != public_inputs.as_slice() {
-                return Err(format!(
-                    "partition {partition}: the circuit's public inputs differ from the ones a verifier derives; the vanilla proof does not match its public data"
+                return Err(Failure::new(
+                    FailureCause::InvalidInput,
+                    format!(
+                        "partition {partition}: the circuit's public inputs differ from the ones a verifier derives; the vanilla proof does not match its public data"
+                    ),
                 ));
             }
             let (r, s) = match randomness {

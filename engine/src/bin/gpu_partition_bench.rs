@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16::{Parameters, VerifyingKey};
 use blstrs::{Bls12, G2Affine, Scalar};
-use cuzk_engine::cuda::{prove_msms, DeviceSrs, PhaseTimes, QueryLens};
+use cuzk_engine::cuda::{prove_msms, DeviceSrs, PhaseTimes, QueryLens, Transfers};
 use cuzk_engine::kernels::testdata::{g1_points, g2_points};
 use cuzk_engine::kernels::{Staging, G1, G2};
 use cuzk_engine::pce::{Assignment, Density};
@@ -301,7 +301,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let input = asg.clone();
             let host = on_host.then_some(host_b_g2.as_slice());
             let st = staged.then_some(&mut staging);
-            let (_, p): (_, PhaseTimes) = prove_msms(dev, &srs, input, 0, host, st)?;
+            let io = Transfers {
+                staging: st,
+                ..Transfers::default()
+            };
+            let p: PhaseTimes = prove_msms(dev, &srs, input, 0, host, io)?.times;
             let label = if run == 0 {
                 "warm-up".to_string()
             } else {

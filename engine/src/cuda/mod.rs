@@ -28,9 +28,11 @@ use cuzk_pce::Assignment;
 use tracing::info_span;
 
 use crate::error::{Error, Result};
-use crate::prover::{assemble, check_shape, Backend};
+use crate::prover::{assemble, check_shape, Backend, Upcoming};
 use crate::srs::Srs;
-pub use partition::{prove_msms, PhaseTimes};
+pub use partition::{
+    prove_msms, upload_assignment, Ahead, PhaseTimes, Proved, Transfers, Uploaded,
+};
 pub use resident::DeviceSrs;
 pub use vram::QueryLens;
 
@@ -49,6 +51,13 @@ pub struct CudaBackend {
     /// failed (uploads then go straight from pageable memory, slower, same results).
     staging: Option<Staging>,
     staging_tried: bool,
+    /// A second stream of the device, for the next partition's upload; made when a caller
+    /// first pipelines. `None` after its creation failed (uploads are then not overlapped).
+    side: Option<GpuDevice>,
+    side_tried: bool,
+    /// The assignment of the partition named by the token, uploaded during the previous
+    /// proof. Taken by the next proof: used if the token matches, freed otherwise.
+    ahead: Option<(u64, Uploaded)>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -78,6 +87,9 @@ impl CudaBackend {
             b_g2_on_host: false,
             staging: None,
             staging_tried: false,
+            side: None,
+            side_tried: false,
+            ahead: None,
         })
     }
 
@@ -179,6 +191,27 @@ impl CudaBackend {
         s: Scalar,
         partition: usize,
     ) -> Result<(Proof<Bls12>, PhaseTimes)> {
+        self.prove_timed_pipelined(srs, asg, (r, s), partition, None, None)
+    }
+
+    /// As [`CudaBackend::prove_timed`], with pipelining as [`Backend::prove_pipelined`]
+    /// describes: `token` names this partition (its upload, done during the previous proof,
+    /// is used when the tokens match), and `next` is uploaded on a side stream while this
+    /// partition's kernels run. The upload phase's time is zero when it was done ahead.
+    pub fn prove_timed_pipelined(
+        &mut self,
+        srs: &Srs,
+        asg: Assignment,
+        (r, s): (Scalar, Scalar),
+        partition: usize,
+        token: Option<u64>,
+        next: Option<Upcoming<'_>>,
+    ) -> Result<(Proof<Bls12>, PhaseTimes)> {
+        // Whatever was uploaded ahead is this partition's or nobody's: never kept longer.
+        let uploaded = match (self.ahead.take(), token) {
+            (Some((t, up)), Some(token)) if t == token => Some(up),
+            _ => None,
+        };
         check_shape(&srs.params, &asg, &srs.path.display().to_string())?;
         let bases = self.resident_bases(srs, partition)?;
         let host_g2 = self.b_g2_on_host.then(|| srs.params.b_g2.as_slice());
@@ -190,18 +223,59 @@ impl CudaBackend {
                     "no page-locked staging memory: uploading from pageable memory"),
             }
         }
-        let (msm, times) = prove_msms(
+        // The next partition is uploaded ahead only if its shape is valid for its parameters
+        // and those are resident already (an SRS upload is not something to overlap).
+        let next = next.filter(|n| {
+            self.resident.contains(n.srs.id())
+                && check_shape(&n.srs.params, n.assignment, "").is_ok()
+        });
+        if next.is_some() && !self.side_tried {
+            self.side_tried = true;
+            match self.dev.side_stream() {
+                Ok(side) => self.side = Some(side),
+                Err(e) => tracing::warn!(device = %self.label, error = %e,
+                    "no side stream: partitions' uploads are not overlapped"),
+            }
+        }
+        let ahead = match (&next, &self.side) {
+            (Some(n), Some(side)) => Some((
+                n.token,
+                partition::Ahead {
+                    dev: side,
+                    assignment: n.assignment,
+                },
+            )),
+            _ => None,
+        };
+        let next_token = ahead.as_ref().map(|(t, _)| *t);
+        let proved = prove_msms(
             &self.dev,
             &bases,
             asg,
             partition,
             host_g2,
-            self.staging.as_mut(),
+            Transfers {
+                staging: self.staging.as_mut(),
+                uploaded,
+                ahead: ahead.map(|(_, a)| a),
+            },
         )?;
         drop(bases);
+        match (proved.ahead, next_token) {
+            (Some(Ok(up)), Some(t)) => self.ahead = Some((t, up)),
+            (Some(Err(e)), _) => tracing::warn!(device = %self.label, error = %e,
+                "uploading the next partition ahead failed; it will be uploaded in its turn"),
+            _ => {}
+        }
+        let (msm, times) = (proved.msm, proved.times);
         let proof = assemble(&srs.params, &msm, r, s)?;
         tracing::debug!(device = %self.label, partition, %times, "partition proved");
         Ok((proof, times))
+    }
+
+    /// Whether an assignment uploaded ahead is held (for tests and status).
+    pub fn holds_upload_ahead(&self) -> bool {
+        self.ahead.is_some()
     }
 
     /// `srs`'s bases on the device: the resident copy, or a fresh upload after evicting
@@ -281,6 +355,19 @@ impl Backend for CudaBackend {
         partition: usize,
     ) -> Result<Proof<Bls12>> {
         self.prove_timed(srs, assignment, r, s, partition)
+            .map(|(proof, _)| proof)
+    }
+
+    fn prove_pipelined(
+        &mut self,
+        srs: &Srs,
+        assignment: Assignment,
+        rs: (Scalar, Scalar),
+        partition: usize,
+        token: u64,
+        next: Option<Upcoming<'_>>,
+    ) -> Result<Proof<Bls12>> {
+        self.prove_timed_pipelined(srs, assignment, rs, partition, Some(token), next)
             .map(|(proof, _)| proof)
     }
 }

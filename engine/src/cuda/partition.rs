@@ -148,6 +148,12 @@ fn select(v: &[Scalar], d: &Density) -> Vec<Scalar> {
         .collect()
 }
 
+/// Points of the NTT domain of `asg` (the constraint count rounded up to a power of two):
+/// the length of a, b and c on the device.
+fn domain_points(asg: &Assignment) -> usize {
+    asg.a.len().max(1).next_power_of_two()
+}
+
 /// A device buffer of `len` scalars, or `None` for an empty one (nothing to allocate).
 fn alloc(dev: &GpuDevice, len: usize) -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
     if len == 0 {
@@ -220,6 +226,111 @@ fn host_b_g2(
     Ok(x + y)
 }
 
+/// A partition's a, b and c (each padded to the domain of `m` points) and its aux values,
+/// on the device: what the upload phase produces. Built by [`upload_assignment`], perhaps
+/// on a side stream while another partition's kernels run.
+pub struct Uploaded {
+    m: usize,
+    aux_len: usize,
+    a: Option<DeviceBuffer<Scalar>>,
+    b: Option<DeviceBuffer<Scalar>>,
+    c: Option<DeviceBuffer<Scalar>>,
+    aux: Option<DeviceBuffer<Scalar>>,
+}
+
+impl Uploaded {
+    /// Whether these buffers are the shape of `asg` (domain and aux count).
+    pub fn fits(&self, asg: &Assignment) -> bool {
+        domain_points(asg) == self.m && asg.aux.len() == self.aux_len
+    }
+
+    /// Device bytes held.
+    pub fn num_bytes(&self) -> usize {
+        [&self.a, &self.b, &self.c, &self.aux]
+            .iter()
+            .map(|b| b.as_ref().map_or(0, |b| b.num_bytes()))
+            .sum()
+    }
+}
+
+impl std::fmt::Debug for Uploaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Uploaded[m = {}, aux = {}]", self.m, self.aux_len)
+    }
+}
+
+/// Copies `asg`'s a, b, c (zero padded to the domain) and aux values to `dev`, through
+/// `staging` when given. The copies are queued on `dev`'s stream; a kernel on another stream
+/// of the same context that uses the buffers waits for them (see
+/// [`GpuDevice::side_stream`]).
+pub fn upload_assignment(
+    dev: &GpuDevice,
+    asg: &Assignment,
+    mut staging: Option<&mut Staging>,
+) -> cuzk_kernels::Result<Uploaded> {
+    let m = domain_points(asg);
+    let mut up = |v: &[Scalar], len: usize| match staging.as_deref_mut() {
+        Some(st) => dev.upload_staged(st, v, len),
+        None => upload_padded(dev, v, len),
+    };
+    let (a, b, c) = if m < 2 {
+        (None, None, None)
+    } else {
+        (
+            Some(up(&asg.a, m)?),
+            Some(up(&asg.b, m)?),
+            Some(up(&asg.c, m)?),
+        )
+    };
+    let aux = if asg.aux.is_empty() {
+        None
+    } else {
+        Some(up(&asg.aux, asg.aux.len())?)
+    };
+    Ok(Uploaded {
+        m,
+        aux_len: asg.aux.len(),
+        a,
+        b,
+        c,
+        aux,
+    })
+}
+
+/// The next partition's assignment, to upload on `dev` (a side stream of the device that
+/// proves the current one) while the current one's kernels run.
+pub struct Ahead<'a> {
+    /// The side stream's handle.
+    pub dev: &'a GpuDevice,
+    /// What to upload.
+    pub assignment: &'a Assignment,
+}
+
+/// How a partition's data reaches the device, for [`prove_msms`].
+#[derive(Default)]
+pub struct Transfers<'a> {
+    /// Page-locked buffers for uploads (without: straight from pageable memory).
+    pub staging: Option<&'a mut Staging>,
+    /// This partition's assignment, uploaded already (by an earlier call's `ahead`); the
+    /// upload phase is then skipped. Ignored, and uploaded again, if its shape differs.
+    pub uploaded: Option<Uploaded>,
+    /// The next partition, uploaded on a side stream while this one's kernels run, through
+    /// `staging` once this partition's own upload is done.
+    pub ahead: Option<Ahead<'a>>,
+}
+
+/// What [`prove_msms`] returns: the five group elements, the time of each phase, and the
+/// next partition's upload when one was asked for (its own error, if it failed: the current
+/// partition's result does not depend on it).
+pub struct Proved {
+    /// The group elements [`crate::prover::assemble`] combines.
+    pub msm: MsmResults,
+    /// Time of each phase.
+    pub times: PhaseTimes,
+    /// The upload of [`Transfers::ahead`].
+    pub ahead: Option<Result<Uploaded>>,
+}
+
 /// Proves the MSM part of one partition on `dev` against `srs`: returns the five group
 /// elements that [`crate::prover::assemble`] combines, and the time of each phase.
 ///
@@ -228,18 +339,42 @@ fn host_b_g2(
 /// used. The assignment must have the shape `srs` was made for (see
 /// [`crate::prover::check_shape`]); a mismatch is an error, never a wrong result.
 ///
-/// With `staging`, the assignment is uploaded through those page-locked buffers (the host's
-/// cores fill one while the device copies another); without, straight from the assignment's
-/// pageable memory. Same results either way.
+/// `io` says how data moves (see [`Transfers`]): through page-locked staging buffers or
+/// not, whether the assignment is on the device already, and whether to upload the next
+/// partition's meanwhile. Same results whatever it says.
 pub fn prove_msms(
     dev: &GpuDevice,
     srs: &DeviceSrs,
     asg: Assignment,
     partition: usize,
     b_g2_host: Option<&[G2Affine]>,
-    mut staging: Option<&mut Staging>,
-) -> Result<(MsmResults, PhaseTimes)> {
+    io: Transfers<'_>,
+) -> Result<Proved> {
     let mut t = PhaseTimes::default();
+    let Transfers {
+        mut staging,
+        uploaded,
+        ahead,
+    } = io;
+    let domain = Domain::for_size(asg.a.len())?;
+    let m = domain.m;
+    let lens = srs.lens();
+    if lens.h + 1 != m || lens.l != asg.aux.len() {
+        return Err(Error::Prover {
+            partition,
+            backend: dev.pci_id().to_string(),
+            reason: format!(
+                "resident bases {lens:?} do not fit a domain of {m} and {} aux values",
+                asg.aux.len()
+            ),
+        });
+    }
+    let on_device = match uploaded.filter(|u| u.fits(&asg)) {
+        Some(u) => u,
+        None => phase(dev, partition, "upload", &mut t.upload, || {
+            upload_assignment(dev, &asg, staging.as_deref_mut())
+        })?,
+    };
     let Assignment {
         input,
         aux,
@@ -250,19 +385,6 @@ pub fn prove_msms(
         b_input_density,
         b_aux_density,
     } = asg;
-    let domain = Domain::for_size(a.len())?;
-    let m = domain.m;
-    let lens = srs.lens();
-    if lens.h + 1 != m || lens.l != aux.len() {
-        return Err(Error::Prover {
-            partition,
-            backend: dev.pci_id().to_string(),
-            reason: format!(
-                "resident bases {lens:?} do not fit a domain of {m} and {} aux values",
-                aux.len()
-            ),
-        });
-    }
     // Inputs are few: select them on the host. The scalar counts must match the bases.
     let b_inputs = select(&input, &b_input_density);
     let a_words = density_words(&a_aux_density, aux.len());
@@ -277,23 +399,29 @@ pub fn prove_msms(
                 span.in_scope(|| host_b_g2(bases, input, aux, bi, ba))
             })
         });
-        let (mut d_a, d_b, d_c, d_aux) = phase(dev, partition, "upload", &mut t.upload, || {
-            let mut up = |v: &[Scalar], len: usize| match staging.as_deref_mut() {
-                Some(st) => dev.upload_staged(st, v, len),
-                None => upload_padded(dev, v, len),
-            };
-            let (a, b, c) = if m < 2 {
-                (None, None, None)
-            } else {
-                (Some(up(&a, m)?), Some(up(&b, m)?), Some(up(&c, m)?))
-            };
-            let aux_buf = if aux.is_empty() {
-                None
-            } else {
-                Some(up(&aux, aux.len())?)
-            };
-            Ok((a, b, c, aux_buf))
-        })?;
+        // The next partition's upload, on the side stream, through the staging buffers this
+        // partition no longer needs; joined at the end of the scope.
+        let next = ahead.map(|ahead| {
+            scope.spawn(move || {
+                let span = info_span!("upload_ahead", device = %ahead.dev.pci_id());
+                span.in_scope(|| {
+                    upload_assignment(ahead.dev, ahead.assignment, staging)
+                        .and_then(|up| ahead.dev.synchronize().map(|()| up))
+                        .map_err(|source| Error::Device {
+                            device: ahead.dev.pci_id().to_string(),
+                            context: "uploading the next partition's assignment".into(),
+                            source: Box::new(source),
+                        })
+                })
+            })
+        });
+        let Uploaded {
+            a: mut d_a,
+            b: d_b,
+            c: d_c,
+            aux: d_aux,
+            ..
+        } = on_device;
         drop((a, b, c)); // host copies: the device has them now
 
         // H: with a domain of one point the H query is empty.
@@ -370,16 +498,26 @@ pub fn prove_msms(
             drop(b_scalars);
             Ok(())
         })?;
-        Ok((
-            MsmResults {
+        let ahead = next.map(|handle| {
+            handle.join().unwrap_or_else(|_| {
+                Err(Error::Prover {
+                    partition,
+                    backend: dev.pci_id().to_string(),
+                    reason: "the thread uploading the next partition panicked".into(),
+                })
+            })
+        });
+        Ok(Proved {
+            msm: MsmResults {
                 h,
                 l,
                 a: a_sum,
                 b_g1,
                 b_g2,
             },
-            t,
-        ))
+            times: t,
+            ahead,
+        })
     })
 }
 
