@@ -93,6 +93,10 @@ enum Cmd {
         /// Fixed r, s: proofs (and the printed digest) are reproducible across runs.
         #[arg(long)]
         fixed_rs: bool,
+        /// Leases a GPU may hold at once: 2 uploads the next partition during the current
+        /// one's kernels, 1 proves one after the other.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=4))]
+        pipeline_depth: u16,
         /// Trace file (default: <tmp>/cuzk-batch-trace.json).
         #[arg(long)]
         trace: Option<PathBuf>,
@@ -332,6 +336,7 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             cpu,
             synthesis_workers,
             fixed_rs,
+            pipeline_depth,
             trace,
         } => {
             let kinds = kinds_or(
@@ -346,6 +351,7 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             let requests = cuzk::batch::load_requests(&inputs, &kinds)?;
             let mut config = EngineConfig::new(store.dir());
             config.devices = device_choice(cpu, &devices)?;
+            config.gpu_pipeline_depth = usize::from(pipeline_depth);
             config.synthesis_workers = synthesis_workers.unwrap_or_else(|| {
                 std::thread::available_parallelism().map_or(2, |n| n.get().min(32))
             });

@@ -116,6 +116,75 @@ fn check_kind(kind: ProofKind) {
     );
 }
 
+/// Pipelining on one device: while a partition's kernels run, the next one's assignment is
+/// uploaded on a side stream and used when its turn comes (tokens match: no upload phase),
+/// dropped when they do not (uploaded again in its turn). Circuits alternate between PoRep
+/// and WindowPoSt, so an upload ahead may be for other parameters than the current ones.
+/// Every proof equals the CPU backend's for the same assignment, r and s.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn uploads_ahead_on_a_side_stream_give_the_same_proofs() {
+    let mut gpu = gpu();
+    let (r, s) = (Scalar::from(3u64), Scalar::from(5u64));
+    let mut items = Vec::new();
+    for kind in [
+        ProofKind::PorepC2,
+        ProofKind::WindowPost,
+        ProofKind::PorepC2,
+    ] {
+        let store = support::store_with(kind);
+        let request = support::inputs().get(kind);
+        let srs = store.get(request.proof).expect("params");
+        for part in circuits::plan(request).expect("plan").partitions {
+            items.push((srs.clone(), part.circuit.synthesize().expect("synthesis")));
+        }
+    }
+    let want: Vec<Vec<u8>> = items
+        .iter()
+        .map(|(srs, asg)| {
+            let p = cuzk::Backend::prove(&mut CpuBackend, srs, asg.clone(), r, s, 0);
+            bytes(&p.expect("CPU proves"))
+        })
+        .collect();
+    for (srs, asg) in &items {
+        gpu.prove_timed(srs, asg.clone(), r, s, 0).expect("warm-up"); // bases resident
+    }
+    assert!(!gpu.holds_upload_ahead());
+    let n = items.len() as u64;
+    for round in 0..2u64 {
+        let mut total = std::time::Duration::ZERO;
+        for (i, (srs, asg)) in items.iter().enumerate() {
+            let token = round * 100 + i as u64;
+            // in round 1 partition 1 comes with a token nobody announced: what was uploaded
+            // ahead is dropped and its assignment is uploaded again
+            let given = if round == 1 && i == 1 { 9_999 } else { token };
+            let next = items.get(i + 1).map(|(srs, asg)| cuzk::Upcoming {
+                token: token + 1,
+                srs,
+                assignment: asg,
+            });
+            let t = Instant::now();
+            let (proof, times) = gpu
+                .prove_timed_pipelined(srs, asg.clone(), (r, s), i, Some(given), next)
+                .expect("GPU proves");
+            total += t.elapsed();
+            assert_eq!(bytes(&proof), want[i], "round {round}, partition {i}");
+            let ahead_used = i > 0 && given == token;
+            assert_eq!(
+                times.upload.is_zero(),
+                ahead_used,
+                "round {round}, partition {i}: {times}"
+            );
+            assert_eq!(gpu.holds_upload_ahead(), (i as u64) + 1 < n);
+        }
+        println!(
+            "pipelined round {round}: {} partitions in {total:.3?} ({:.1} ms each)",
+            items.len(),
+            total.as_secs_f64() * 1e3 / items.len() as f64
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn winning_post_2k_gpu_matches_cpu_and_bellperson() {

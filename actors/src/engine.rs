@@ -95,6 +95,10 @@ pub struct EngineConfig {
     /// for a dropped result answers `UnknownJob`). Size it above the number of jobs a caller
     /// may submit before waiting for them.
     pub retain_results: usize,
+    /// Leases a GPU may hold at once: 2 (default) uploads the next partition while the
+    /// current one's kernels run, where the device's memory holds both reservations; 1
+    /// proves strictly one partition after the other.
+    pub gpu_pipeline_depth: usize,
 }
 
 impl EngineConfig {
@@ -117,6 +121,7 @@ impl EngineConfig {
             on_job_done: None,
             tick: Duration::from_millis(50),
             retain_results: 4096,
+            gpu_pipeline_depth: 2,
         }
     }
 }
@@ -306,14 +311,14 @@ pub struct Engine {
 
 /// The CUDA driver of this build: the engine's CUDA backend, opened on each device actor's
 /// thread; a lease reserves the backend's own estimate (resident bases + working memory).
-fn cuda_driver() -> CudaDriver {
+fn cuda_driver(depth: usize) -> CudaDriver {
     use cuzk_engine::cuda::CudaBackend;
     let opener: crate::driver::GpuOpener = Arc::new(|ordinal| {
         let backend = CudaBackend::open(ordinal)?;
         Ok(Box::new(backend) as Box<dyn cuzk_engine::Backend>)
     });
     let vram = Arc::new(|srs: &cuzk_engine::Srs| CudaBackend::vram_needed(srs, srs.domain_size()));
-    CudaDriver::new(Some(opener), Some(vram))
+    CudaDriver::new(Some(opener), Some(vram)).with_pipeline_depth(depth)
 }
 
 impl Engine {
@@ -330,7 +335,7 @@ impl Engine {
             match &config.devices {
                 DeviceChoice::Cpu => (cpu(), Vec::new()),
                 DeviceChoice::Auto => {
-                    let cuda = cuda_driver();
+                    let cuda = cuda_driver(config.gpu_pipeline_depth);
                     let found = if cuda.can_prove() {
                         cuda.discover().unwrap_or_else(|e| {
                             warn!(error = %e, "GPU discovery failed; proving on the CPU");
@@ -345,7 +350,10 @@ impl Engine {
                         (Arc::new(cuda), Vec::new())
                     }
                 }
-                DeviceChoice::Gpus(sel) => (Arc::new(cuda_driver()), sel.clone()),
+                DeviceChoice::Gpus(sel) => (
+                    Arc::new(cuda_driver(config.gpu_pipeline_depth)),
+                    sel.clone(),
+                ),
                 DeviceChoice::Driver(d, sel) => (d.clone(), sel.clone()),
             };
         let discovered = driver.discover()?;

@@ -737,3 +737,57 @@ fn a_device_that_fails_to_open_is_reported_and_the_others_work() {
     }
     engine.shutdown(Duration::ZERO).unwrap();
 }
+
+/// Pipelining (depth 2): a device still proves one partition at a time (I1 on the recorded
+/// intervals), names the second lease it holds to its worker while the first runs, proves
+/// exactly that one next, and holds a second lease only where VRAM allows two (I2): the small
+/// device, with room for one partition, never names a next one.
+#[test]
+fn pipelined_devices_name_the_next_partition_and_hold_two_leases_only_where_vram_allows() {
+    let mut big = MockDevice::new(1);
+    big.depth = 2;
+    big.vram = 4 << 20;
+    let mut small = MockDevice::new(2);
+    small.depth = 2;
+    small.vram = 3 << 20; // one 2 MiB lease fits, two do not
+    let devices = [big.clone(), small.clone()];
+    let driver = MockDriver::new(devices.to_vec());
+    let rec = driver.recorder();
+    let engine = Engine::start(config(&driver)).unwrap();
+    let jobs = submit_many(&engine, 60, sim(4, 1000, 2 << 20));
+    wait_all(&engine, &jobs);
+    engine.shutdown(Duration::from_secs(5)).unwrap();
+    let iv = rec.take();
+    let per = check_devices(&iv, &devices);
+    assert_eq!(per.values().sum::<usize>(), 240, "{per:?}");
+    for dev in &devices {
+        let mut mine: Vec<&Interval> = iv.iter().filter(|i| i.device == dev.id).collect();
+        mine.sort_by_key(|i| i.start);
+        assert!(!mine.is_empty(), "{} did no work", dev.id);
+        for w in mine.windows(2) {
+            if let Some(next) = w[0].ahead {
+                assert_eq!(
+                    next,
+                    (w[1].job, w[1].partition),
+                    "{}: the partition named as next is not the one proved next",
+                    dev.id
+                );
+            }
+        }
+        let named = mine.iter().filter(|i| i.ahead.is_some()).count();
+        if dev.id == big.id {
+            assert!(
+                named * 2 >= mine.len(),
+                "{}: only {named} of {} partitions had a next one named",
+                dev.id,
+                mine.len()
+            );
+        } else {
+            assert_eq!(
+                named, 0,
+                "{}: a second lease did not fit, yet one was held",
+                dev.id
+            );
+        }
+    }
+}

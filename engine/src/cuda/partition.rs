@@ -390,7 +390,7 @@ pub fn prove_msms(
     let a_words = density_words(&a_aux_density, aux.len());
     let b_words = density_words(&b_aux_density, aux.len());
 
-    std::thread::scope(|scope| {
+    let proved = std::thread::scope(|scope| {
         let host = b_g2_host.map(|bases| {
             let (input, aux) = (&input, &aux);
             let (bi, ba) = (&b_input_density, &b_aux_density);
@@ -422,7 +422,8 @@ pub fn prove_msms(
             aux: d_aux,
             ..
         } = on_device;
-        drop((a, b, c)); // host copies: the device has them now
+        let bytes = (a.len() + b.len() + c.len()) * 32;
+        release((a, b, c), bytes); // host copies: the device has them now
 
         // H: with a domain of one point the H query is empty.
         phase(dev, partition, "ntt", &mut t.ntt, || {
@@ -518,7 +519,35 @@ pub fn prove_msms(
             times: t,
             ahead,
         })
-    })
+    });
+    drop((a_words, b_words));
+    let bytes = aux.len() * 32;
+    release(
+        (
+            input,
+            aux,
+            b_inputs,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        ),
+        bytes,
+    );
+    proved
+}
+
+/// Frees a partition's host vectors on a short-lived thread of its own when they are large:
+/// handing gigabytes of pages back to the OS takes hundreds of milliseconds at 2^27, time in
+/// which the device would wait for its next partition. Small values (`bytes` below 64 MiB)
+/// are dropped here.
+fn release<T: Send + 'static>(v: T, bytes: usize) {
+    if bytes < 64 << 20 {
+        return; // `v` dropped here
+    }
+    // best effort: if the thread cannot start, the closure (and `v`) is dropped right here
+    let _ = std::thread::Builder::new()
+        .name("cuzk-free".into())
+        .spawn(move || drop(v));
 }
 
 #[cfg(test)]
