@@ -232,6 +232,7 @@ fn host_b_g2(
 pub struct Uploaded {
     m: usize,
     aux_len: usize,
+    took: Duration,
     a: Option<DeviceBuffer<Scalar>>,
     b: Option<DeviceBuffer<Scalar>>,
     c: Option<DeviceBuffer<Scalar>>,
@@ -242,6 +243,12 @@ impl Uploaded {
     /// Whether these buffers are the shape of `asg` (domain and aux count).
     pub fn fits(&self, asg: &Assignment) -> bool {
         domain_points(asg) == self.m && asg.aux.len() == self.aux_len
+    }
+
+    /// Wall time of the upload: until the device held the data, for an upload ahead; until
+    /// the copies were queued, otherwise.
+    pub fn took(&self) -> Duration {
+        self.took
     }
 
     /// Device bytes held.
@@ -268,6 +275,7 @@ pub fn upload_assignment(
     asg: &Assignment,
     mut staging: Option<&mut Staging>,
 ) -> cuzk_kernels::Result<Uploaded> {
+    let started = Instant::now();
     let m = domain_points(asg);
     let mut up = |v: &[Scalar], len: usize| match staging.as_deref_mut() {
         Some(st) => dev.upload_staged(st, v, len),
@@ -290,11 +298,53 @@ pub fn upload_assignment(
     Ok(Uploaded {
         m,
         aux_len: asg.aux.len(),
+        took: started.elapsed(),
         a,
         b,
         c,
         aux,
     })
+}
+
+/// Device buffers for `asg`'s a, b, c (zeroed, the domain's length) and aux values, queued
+/// on `dev`'s stream, for [`fill`] to copy into (from another stream, perhaps).
+fn allocate_for(dev: &GpuDevice, asg: &Assignment) -> cuzk_kernels::Result<Uploaded> {
+    let m = domain_points(asg);
+    let zeroed = |len: usize| alloc(dev, if m < 2 { 0 } else { len });
+    Ok(Uploaded {
+        m,
+        aux_len: asg.aux.len(),
+        took: Duration::ZERO,
+        a: zeroed(m)?,
+        b: zeroed(m)?,
+        c: zeroed(m)?,
+        aux: alloc(dev, asg.aux.len())?,
+    })
+}
+
+/// Copies `asg` into buffers from [`allocate_for`], on `dev`'s stream, through `staging`
+/// when given.
+fn fill(
+    dev: &GpuDevice,
+    asg: &Assignment,
+    to: &mut Uploaded,
+    mut staging: Option<&mut Staging>,
+) -> cuzk_kernels::Result<()> {
+    let pairs = [
+        (&asg.a, &mut to.a),
+        (&asg.b, &mut to.b),
+        (&asg.c, &mut to.c),
+        (&asg.aux, &mut to.aux),
+    ];
+    for (v, buf) in pairs {
+        if let Some(buf) = buf.as_mut() {
+            match staging.as_deref_mut() {
+                Some(st) => dev.copy_to_device_staged(st, v, buf, 0)?,
+                None => dev.copy_to_device_at(v, buf, 0)?,
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The next partition's assignment, to upload on `dev` (a side stream of the device that
@@ -402,11 +452,22 @@ pub fn prove_msms(
         // The next partition's upload, on the side stream, through the staging buffers this
         // partition no longer needs; joined at the end of the scope.
         let next = ahead.map(|ahead| {
+            // Allocated here, on this partition's stream and before its kernels are queued:
+            // an allocation on the side stream could reuse memory freed on this stream and
+            // then wait for this stream's kernels, which would serialise the copies behind them
+            // (measured: the upload then ended with the kernels). Only copies go on the side.
+            let target = allocate_for(dev, ahead.assignment);
             scope.spawn(move || {
                 let span = info_span!("upload_ahead", device = %ahead.dev.pci_id());
                 span.in_scope(|| {
-                    upload_assignment(ahead.dev, ahead.assignment, staging)
-                        .and_then(|up| ahead.dev.synchronize().map(|()| up))
+                    let started = Instant::now();
+                    target
+                        .and_then(|mut up| {
+                            fill(ahead.dev, ahead.assignment, &mut up, staging)?;
+                            ahead.dev.synchronize()?;
+                            up.took = started.elapsed();
+                            Ok(up)
+                        })
                         .map_err(|source| Error::Device {
                             device: ahead.dev.pci_id().to_string(),
                             context: "uploading the next partition's assignment".into(),
