@@ -14,8 +14,15 @@ use storage_proofs_core::{
 };
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
-use super::{safe_domain, with_shape, CircuitBox, PartitionJob, ProofPlan};
-use crate::error::{Error, Result};
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use bellperson::groth16;
+use blstrs::Scalar;
+use cuzk_pce::{Assignment, R1cs, WitnessCs};
+use ff::Field;
+use rayon::prelude::*;
+
+use super::{safe_domain, with_shape, CircuitBox, PartitionCircuit, PartitionJob, ProofPlan};
+use crate::error::{catch_panic, Error, Result};
 use crate::kind::RegisteredProof;
 
 /// The PoRep configuration filecoin-proofs uses for `proof`.
@@ -116,15 +123,11 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
             Some(k),
         )
         .map_err(Error::filecoin)?;
-        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::circuit(&pub_in, (), vanilla, &pp.vanilla_params, Some(k))
-        .map_err(Error::filecoin)?;
+        let circuit = StackedParts::<Tree>::new(&pub_in, vanilla)?;
         jobs.push(PartitionJob {
             index: k,
             public_inputs,
-            circuit: Box::new(CircuitBox(circuit)),
+            circuit: Box::new(circuit),
         });
     }
     let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
@@ -172,4 +175,163 @@ fn check_shape<Tree: MerkleTreeTrait>(
         }
     }
     Ok(())
+}
+
+type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+type VanillaChallenge<Tree> = stacked::Proof<Tree, DefaultPieceHasher>;
+
+/// One PoRep partition's circuit, held as the parts `StackedCompound::circuit` would put in
+/// a `StackedCircuit` (whose fields are private), so that its witness can be computed one
+/// challenge per thread. Synthesis, recording and the bellperson oracle run the crate's own
+/// `StackedCircuit::synthesize` on all challenges, exactly as before.
+pub struct StackedParts<Tree: 'static + MerkleTreeTrait> {
+    replica_id: TreeDomain<Tree>,
+    comm_d: Option<DefaultPieceDomain>,
+    comm_r: Option<TreeDomain<Tree>>,
+    comm_r_last: TreeDomain<Tree>,
+    comm_c: TreeDomain<Tree>,
+    challenges: Vec<VanillaChallenge<Tree>>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Clone for StackedParts<Tree> {
+    fn clone(&self) -> Self {
+        StackedParts {
+            replica_id: self.replica_id,
+            comm_d: self.comm_d,
+            comm_r: self.comm_r,
+            comm_r_last: self.comm_r_last,
+            comm_c: self.comm_c,
+            challenges: self.challenges.clone(),
+        }
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> StackedParts<Tree> {
+    /// The parts of partition `vanilla`'s circuit, with the consistency checks
+    /// `StackedCompound::circuit` makes.
+    fn new(
+        pub_in: &stacked::PublicInputs<TreeDomain<Tree>, DefaultPieceDomain>,
+        vanilla: &[VanillaChallenge<Tree>],
+    ) -> Result<Self> {
+        let first = vanilla.first().ok_or_else(|| {
+            Error::InvalidRequest("a PoRep partition has no challenge proofs".into())
+        })?;
+        let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
+        if vanilla
+            .iter()
+            .any(|p| p.comm_r_last() != comm_r_last || p.comm_c() != comm_c)
+        {
+            return Err(Error::InvalidRequest(
+                "the C1 output's challenge proofs disagree on comm_r_last or comm_c".into(),
+            ));
+        }
+        Ok(StackedParts {
+            replica_id: pub_in.replica_id,
+            comm_d: pub_in.tau.as_ref().map(|t| t.comm_d),
+            comm_r: pub_in.tau.as_ref().map(|t| t.comm_r),
+            comm_r_last,
+            comm_c,
+            challenges: vanilla.to_vec(),
+        })
+    }
+
+    /// Synthesises the circuit's top level and the given challenges into `cs`.
+    fn synthesize_with<CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: CS,
+        challenges: Vec<VanillaChallenge<Tree>>,
+    ) -> std::result::Result<(), SynthesisError> {
+        StackedCircuit::<Tree, DefaultPieceHasher>::synthesize(
+            cs,
+            Some(self.replica_id),
+            self.comm_d,
+            self.comm_r,
+            Some(self.comm_r_last),
+            Some(self.comm_c),
+            challenges.into_iter().map(Into::into).collect(),
+        )
+    }
+
+    /// The witness (ONE first) of the top level and `challenges`.
+    fn witness_of(
+        &self,
+        challenges: Vec<VanillaChallenge<Tree>>,
+    ) -> std::result::Result<(Vec<Scalar>, Vec<Scalar>), SynthesisError> {
+        let mut cs = WitnessCs::default();
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        self.synthesize_with(&mut cs, challenges)?;
+        Ok((cs.input, cs.aux))
+    }
+
+    /// The witness computed one challenge per thread: the top level alone, then each
+    /// challenge with the top level before it (a few hundred variables, computed again on
+    /// each thread), whose own variables follow the top level's in the sequential order.
+    /// Equal to the sequential witness: the circuit allocates the top level first, then each
+    /// challenge in turn, and a challenge's values depend only on the top level's.
+    pub fn parallel_witness(&self) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
+        let synthesis = |e: SynthesisError| Error::Synthesis {
+            partition: 0,
+            reason: e.to_string(),
+        };
+        let (mut input, mut aux) = self.witness_of(Vec::new()).map_err(synthesis)?;
+        let (top_in, top_aux) = (input.len(), aux.len());
+        let per_challenge: Vec<_> = self
+            .challenges
+            .par_iter()
+            .map(|c| self.witness_of(vec![c.clone()]))
+            .collect();
+        for (i, r) in per_challenge.into_iter().enumerate() {
+            let (ci, ca) = r.map_err(synthesis)?;
+            if ci.get(..top_in) != Some(&input[..top_in])
+                || ca.get(..top_aux) != Some(&aux[..top_aux])
+            {
+                return Err(Error::Synthesis {
+                    partition: 0,
+                    reason: format!(
+                        "challenge {i}: the circuit's top level came out differently on its thread"
+                    ),
+                });
+            }
+            input.extend_from_slice(&ci[top_in..]);
+            aux.extend_from_slice(&ca[top_aux..]);
+        }
+        Ok((input, aux))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for StackedParts<Tree> {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> std::result::Result<(), SynthesisError> {
+        let challenges = self.challenges.clone();
+        self.synthesize_with(cs, challenges)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for StackedParts<Tree> {
+    fn clone_box(&self) -> Box<dyn PartitionCircuit> {
+        Box::new(self.clone())
+    }
+
+    fn synthesize(self: Box<Self>) -> Result<Assignment> {
+        Box::new(CircuitBox(*self)).synthesize()
+    }
+
+    fn witness(self: Box<Self>) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
+        catch_panic("witness synthesis", || self.parallel_witness())
+    }
+
+    fn record(self: Box<Self>) -> Result<R1cs> {
+        Box::new(CircuitBox(*self)).record()
+    }
+
+    fn prove_with_bellperson(
+        self: Box<Self>,
+        params: &Parameters<Bls12>,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<groth16::Proof<Bls12>> {
+        Box::new(CircuitBox(*self)).prove_with_bellperson(params, r, s)
+    }
 }
