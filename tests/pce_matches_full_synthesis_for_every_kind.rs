@@ -1,5 +1,5 @@
 //! The PCE on real Filecoin circuits: for each kind at 2 KiB the recorded constraints plus
-//! witness-only synthesis give a, b, c, densities and assignments equal to full synthesis bit
+//! witness-only synthesis (sequential, and on several threads) give a, b, c, densities and assignments equal to full synthesis bit
 //! for bit (WindowPoSt synthesises its sectors in child systems joined with `extend`); the
 //! first proofs of a shape record it once even when they arrive together; damaged cache
 //! files are rebuilt, never used.
@@ -17,7 +17,13 @@ fn pce_equals_full(kind: ProofKind) {
     let r1cs = pce.blank.record().expect("record");
     for (f, p) in full.partitions.into_iter().zip(pce.partitions) {
         let want = f.circuit.synthesize().expect("full synthesis");
+        // the witness on several threads (PoRep: one challenge each) is the same witness
+        let (par_input, par_aux) = p.circuit.clone_box().witness_parallel().expect("witness");
         let (input, aux) = p.circuit.witness().expect("witness");
+        assert!(
+            par_input == input && par_aux == aux,
+            "{kind}: the parallel witness differs from the sequential one"
+        );
         let got = cuzk::pce::evaluate(&r1cs, input, aux).expect("evaluate");
         assert_eq!(got.input, want.input, "{kind}: inputs");
         assert_eq!(got.aux, want.aux, "{kind}: aux");

@@ -177,7 +177,8 @@ pub fn prove_plan(
         let asg = info_span!("synthesis", pce = r1cs.is_some())
             .in_scope(|| match &r1cs {
                 Some(r1cs) => {
-                    let (input, aux) = info_span!("witness").in_scope(|| job.circuit.witness())?;
+                    let (input, aux) =
+                        info_span!("witness").in_scope(|| job.circuit.witness_parallel())?;
                     Ok(info_span!("matvec").in_scope(|| cuzk_pce::evaluate(r1cs, input, aux))?)
                 }
                 None => job.circuit.synthesize(),

@@ -171,6 +171,8 @@ pub(crate) struct Synthesize {
     pub job: JobId,
     pub partition: usize,
     pub input: SynthInput,
+    /// Nothing else is being synthesised: the witness may use several threads.
+    pub parallel: bool,
 }
 impl Message for Synthesize {
     type Result = ();

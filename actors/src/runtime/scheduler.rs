@@ -484,12 +484,17 @@ impl SchedulerActor {
                 EntryInput::Proof { srs: None, .. } => continue,
             };
             self.host_used += bytes;
+            // Alone, a partition's witness may spread over the host's cores (latency); beside
+            // other syntheses it stays on its worker's thread, since they already fill the
+            // cores and a parallel witness would queue the devices' own host work behind it.
+            let alone = self.synth_in_flight == 0;
             self.synth_in_flight += 1;
             if let Some(synth) = &self.synth {
                 synth.do_send(Synthesize {
                     job: id,
                     partition: p,
                     input,
+                    parallel: alone,
                 });
             }
         }

@@ -91,16 +91,19 @@ impl Handler<Synthesize> for SynthesisActor {
         let t0 = Instant::now();
         let (job, partition) = (msg.job, msg.partition);
         let _span = info_span!("synthesis", job, partition).entered();
-        let result = catch_unwind(AssertUnwindSafe(|| synthesize(msg.input, partition)))
-            .unwrap_or_else(|p| {
-                Err(Failure::new(
-                    FailureCause::Synthesis,
-                    format!(
-                        "partition {partition}: synthesis panicked: {}",
-                        panic_message(p)
-                    ),
-                ))
-            });
+        let parallel = msg.parallel;
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            synthesize(msg.input, partition, parallel)
+        }))
+        .unwrap_or_else(|p| {
+            Err(Failure::new(
+                FailureCause::Synthesis,
+                format!(
+                    "partition {partition}: synthesis panicked: {}",
+                    panic_message(p)
+                ),
+            ))
+        });
         let took = t0.elapsed();
         self.trace.slice(
             &self.track,
@@ -121,7 +124,11 @@ impl Handler<Synthesize> for SynthesisActor {
 
 /// Builds one partition's input. Each error carries the cause its origin implies: the
 /// engine error's variant, a PCE failure as synthesis, mismatched public inputs as input.
-fn synthesize(input: SynthInput, partition: usize) -> std::result::Result<Payload, Failure> {
+fn synthesize(
+    input: SynthInput,
+    partition: usize,
+    parallel: bool,
+) -> std::result::Result<Payload, Failure> {
     match input {
         SynthInput::Simulated {
             time,
@@ -145,8 +152,14 @@ fn synthesize(input: SynthInput, partition: usize) -> std::result::Result<Payloa
         } => {
             let assignment = match &r1cs {
                 Some(r1cs) => {
-                    let (input, aux) = info_span!("witness")
-                        .in_scope(|| circuit.witness())
+                    let (input, aux) = info_span!("witness", parallel)
+                        .in_scope(|| {
+                            if parallel {
+                                circuit.witness_parallel()
+                            } else {
+                                circuit.witness()
+                            }
+                        })
                         .map_err(|e| Failure::from_engine(&e))?;
                     info_span!("matvec")
                         .in_scope(|| cuzk_engine::pce::evaluate(r1cs, input, aux))

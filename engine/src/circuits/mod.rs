@@ -58,6 +58,13 @@ pub trait PartitionCircuit: Send {
     /// Computes only the witness: `(inputs with ONE first, aux)`.
     fn witness(self: Box<Self>) -> Result<(Vec<Scalar>, Vec<Scalar>)>;
 
+    /// The same witness as [`PartitionCircuit::witness`], computed on several threads where
+    /// the circuit allows it (PoRep: one challenge per thread). For a partition that is
+    /// alone on the host: beside other syntheses the cores are busy already.
+    fn witness_parallel(self: Box<Self>) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
+        self.witness()
+    }
+
     /// Records the constraint structure (allocation closures are not run).
     fn record(self: Box<Self>) -> Result<R1cs>;
 

@@ -319,6 +319,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for StackedParts<Tree> {
     }
 
     fn witness(self: Box<Self>) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
+        Box::new(CircuitBox(*self)).witness()
+    }
+
+    fn witness_parallel(self: Box<Self>) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
         catch_panic("witness synthesis", || self.parallel_witness())
     }
 
