@@ -112,6 +112,9 @@ pub struct DevicesSection {
     pub gpus: Vec<String>,
     /// Threads building circuits and witnesses; 0 = one per two cores, at least one.
     pub synthesis_workers: usize,
+    /// Leases a GPU may hold at once, 1 to 4: 2 uploads the next partition while the current
+    /// one's kernels run (where device memory holds both reservations); 1 turns that off.
+    pub pipeline_depth: usize,
 }
 
 impl Default for DevicesSection {
@@ -120,6 +123,7 @@ impl Default for DevicesSection {
             backend: Backend::Auto,
             gpus: Vec::new(),
             synthesis_workers: 0,
+            pipeline_depth: 2,
         }
     }
 }
@@ -407,6 +411,12 @@ impl DaemonConfig {
             g.parse::<cuzk_actors::DeviceSelector>()
                 .map_err(|e| format!("devices.gpus: {e}"))?;
         }
+        if !(1..=4).contains(&self.devices.pipeline_depth) {
+            return Err(format!(
+                "devices.pipeline_depth = {} must be 1 to 4",
+                self.devices.pipeline_depth
+            ));
+        }
         if self.devices.backend == Backend::Cpu && !self.devices.gpus.is_empty() {
             return Err("devices.gpus names GPUs but devices.backend = \"cpu\"".into());
         }
@@ -545,6 +555,7 @@ mod tests {
             ("[limits]\nmax_message_bytes = \"12 parsecs\"\n", "parsecs"),
             ("[priorities]\nwinning_post = \"urgent\"\n", "urgent"),
             ("[devices]\ngpus = [\"zz:zz\"]\n", "devices.gpus"),
+            ("[devices]\npipeline_depth = 0\n", "devices.pipeline_depth"),
             ("[params]\npreload = [\"porep-3g\"]\n", "params.preload"),
             ("[limits]\nmax_message_bytes = 1000\n", "below 1 MiB"),
             ("[daemon]\nlisten_addr = \"x\"\n", "unknown field"),

@@ -311,6 +311,7 @@ pub fn engine_config(
     let mut ec = EngineConfig::new(config.params.dir());
     ec.pce_dir = Some(config.params.pce_dir());
     ec.devices = devices;
+    ec.gpu_pipeline_depth = config.devices.pipeline_depth;
     ec.synthesis_workers = match config.devices.synthesis_workers {
         0 => (cores / 2).max(1),
         n => n,
