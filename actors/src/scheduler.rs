@@ -226,6 +226,15 @@ impl<T: Clone> SchedulerCore<T> {
         }
     }
 
+    /// The device holding `lease` has started proving it: the lease's timeout counts from
+    /// `now`, not from the grant (a pipelining device holds a second lease while it proves
+    /// the first; that wait is not a hang). Nothing happens for a lease no longer active.
+    pub fn began(&mut self, lease: LeaseId, now: Instant) {
+        if let Some(t) = self.lease_started.get_mut(&lease) {
+            *t = now;
+        }
+    }
+
     /// A device with room asks for work: the highest-priority waiting partition that fits it
     /// is leased to it. `None` when nothing fits or the device is quarantined.
     pub fn next_for(&mut self, device: DeviceId, now: Instant) -> Option<Lease> {

@@ -19,7 +19,7 @@ use bellperson::groth16::verify_proof;
 use tracing::{info_span, warn};
 
 use super::scheduler::SchedulerActor;
-use super::{DeviceDown, Done, NothingNow, Pull, Run, Shared, StopDevice};
+use super::{Began, DeviceDown, Done, NothingNow, Pull, Run, Shared, StopDevice};
 use crate::device::DeviceInfo;
 use crate::driver::{DeviceDriver, DeviceFault, DeviceWorker, Proved};
 use crate::error::{Error, Result};
@@ -251,6 +251,7 @@ impl DeviceActor {
         if let Some(mut live) = self.shared.devices.get_mut(&device) {
             live.current = Some((job, partition));
         }
+        self.scheduler.do_send(Began(lease));
         let t0 = Instant::now();
         let result = if self.lost {
             Err(DeviceFault::Lost("device was lost earlier".into()))

@@ -195,6 +195,12 @@ impl Message for Pull {
     type Result = ();
 }
 
+/// Device -> scheduler: the device starts proving this lease (its timeout counts from now).
+pub(crate) struct Began(pub LeaseId);
+impl Message for Began {
+    type Result = ();
+}
+
 /// Scheduler -> device: the device's last `Pull` gets no lease now (one comes with a `Run`
 /// when work does).
 pub(crate) struct NothingNow;

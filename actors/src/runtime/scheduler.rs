@@ -18,7 +18,7 @@ use tracing::{info, warn};
 use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
-    Await, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, NothingNow, Prepare,
+    Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, NothingNow, Prepare,
     Prepared, Pull, Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized,
 };
 use crate::device::{DeviceId, DeviceInfo};
@@ -845,6 +845,14 @@ impl Handler<Synthesized> for SchedulerActor {
             }
         }
         self.after_change();
+    }
+}
+
+impl Handler<Began> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Began, _ctx: &mut Self::Context) {
+        self.core.began(msg.0, Instant::now());
     }
 }
 
