@@ -41,6 +41,8 @@ impl std::fmt::Display for DeviceFault {
 }
 
 /// What a device returns for a partition.
+// One value per partition, moved once: boxing the proof would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub enum Proved {
     /// A Groth16 partition proof (verified by the device actor before it is reported).
     Groth16(Proof<Bls12>),
@@ -217,22 +219,22 @@ impl DeviceDriver for CpuDriver {
 /// engine's CUDA backend.
 pub type GpuOpener = Arc<dyn Fn(usize) -> cuzk_engine::Result<Box<dyn Backend>> + Send + Sync>;
 
+/// The device memory one partition of a circuit reserves, as a GPU backend estimates it.
+pub type VramEstimate = Arc<dyn Fn(&Srs) -> u64 + Send + Sync>;
+
 /// NVIDIA GPUs through cudarc. Discovery reads each device's PCI address and UUID (ordinals
 /// are as `CUDA_VISIBLE_DEVICES` made them for this process and are used only right here,
 /// at start-up).
 pub struct CudaDriver {
     opener: Option<GpuOpener>,
-    vram: Option<Arc<dyn Fn(&Srs) -> u64 + Send + Sync>>,
+    vram: Option<VramEstimate>,
     depth: usize,
 }
 
 impl CudaDriver {
     /// A driver that can discover GPUs; `opener` proves on them (without one, opening fails
     /// with a clear error), `vram` says what a partition of a circuit reserves.
-    pub fn new(
-        opener: Option<GpuOpener>,
-        vram: Option<Arc<dyn Fn(&Srs) -> u64 + Send + Sync>>,
-    ) -> Self {
+    pub fn new(opener: Option<GpuOpener>, vram: Option<VramEstimate>) -> Self {
         CudaDriver {
             opener,
             vram,

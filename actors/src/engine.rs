@@ -88,7 +88,7 @@ pub struct EngineConfig {
     /// Write a Chrome/Perfetto trace of the run here at shutdown.
     pub trace_file: Option<PathBuf>,
     /// Called once per finished job (metrics); must be quick.
-    pub on_job_done: Option<Arc<dyn Fn(&JobReport) + Send + Sync>>,
+    pub on_job_done: Option<JobHook>,
     /// How often lease timeouts are checked.
     pub tick: Duration,
     /// Finished jobs whose results are kept for late waiters (oldest dropped first; a wait
@@ -193,6 +193,9 @@ pub enum ReportOutcome {
     /// Cancelled (with a reason when the engine did it).
     Cancelled(Option<String>),
 }
+
+/// The `on_job_done` callback: called on the scheduler's thread once per finished job.
+pub type JobHook = Arc<dyn Fn(&JobReport) + Send + Sync>;
 
 /// What `on_job_done` receives for every finished job.
 #[derive(Clone, Debug)]

@@ -40,7 +40,7 @@ pub mod work;
 pub use device::{DeviceId, DeviceInfo, DeviceSelector, PciAddress};
 pub use driver::{DeviceDriver, DeviceFault, DeviceWorker};
 pub use engine::{
-    DeviceChoice, DeviceStatus, Engine, EngineConfig, EngineStatus, JobReport, JobResult,
+    DeviceChoice, DeviceStatus, Engine, EngineConfig, EngineStatus, JobHook, JobReport, JobResult,
     JobTimings, QueueStatus, ReportOutcome, SrsStatus, SubmitOptions, Submitted,
 };
 pub use error::{Error, Result};

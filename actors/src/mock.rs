@@ -286,7 +286,7 @@ impl DeviceWorker for MockWorker {
         self.started += 1;
         let n = self.started;
         let key = (work.job, work.partition, work.reserved_vram);
-        let hit = |k: Option<u32>| k.is_some_and(|k| k > 0 && n % k == 0);
+        let hit = |k: Option<u32>| k.is_some_and(|k| k > 0 && n.is_multiple_of(k));
         let at = |k: Option<u32>| k == Some(n);
         if self.lost || at(self.spec.lost_on) {
             self.lost = true;

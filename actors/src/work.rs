@@ -26,6 +26,9 @@ pub struct PartitionWork {
 }
 
 /// The input of a partition's GPU phase.
+// One value per partition, moved a few times through channels: boxing would only add an
+// allocation.
+#[allow(clippy::large_enum_variant)]
 pub enum Payload {
     /// A real Groth16 partition.
     Proof {

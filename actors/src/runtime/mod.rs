@@ -141,10 +141,13 @@ impl Message for Prepare {
     type Result = ();
 }
 
+/// A job's loaded parameters, its constraint recording (PCE), and the load time.
+pub(crate) type PreparedParts = (Arc<Srs>, Option<Arc<R1cs>>, Duration);
+
 /// Synthesis -> scheduler: a job's parameters are loaded (or not).
 pub(crate) struct Prepared {
     pub job: JobId,
-    pub result: std::result::Result<(Arc<Srs>, Option<Arc<R1cs>>, Duration), Failure>,
+    pub result: std::result::Result<PreparedParts, Failure>,
 }
 impl Message for Prepared {
     type Result = ();

@@ -47,7 +47,7 @@ pub(crate) struct SchedulerSetup {
     pub prove: cuzk_engine::ProveOptions,
     pub tick: Duration,
     pub retain_results: usize,
-    pub on_job_done: Option<Arc<dyn Fn(&JobReport) + Send + Sync>>,
+    pub on_job_done: Option<crate::engine::JobHook>,
     pub shared: Arc<Shared>,
     pub trace: TraceSink,
 }
