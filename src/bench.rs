@@ -99,6 +99,9 @@ pub struct BenchRun {
     pub ours_synthesis: Duration,
     /// cuzk PCE synthesis (witness-only synthesis + sparse products), all partitions.
     pub pce_synthesis: Duration,
+    /// The same with the witness on several threads where the circuit allows it (PoRep: one
+    /// challenge per thread), as for a partition synthesised alone.
+    pub pce_synthesis_parallel: Duration,
     /// cuzk proving step (NTT + MSMs), all partitions.
     pub ours_prove: Duration,
     /// bellperson `create_proof`, whole call, all partitions.
@@ -107,7 +110,8 @@ pub struct BenchRun {
     pub bellperson_synthesis: Option<Duration>,
     /// bellperson's own "prover time" report (after synthesis), summed.
     pub bellperson_prove: Option<Duration>,
-    /// Whether the two proofs were byte-identical.
+    /// Whether the two proofs were byte-identical (and the witness computed on several
+    /// threads equal to the sequential one).
     pub identical: bool,
 }
 
@@ -178,11 +182,17 @@ pub fn bench_against_bellperson(
         let pce_plan = circuits::plan(request)?;
         let theirs_plan = circuits::plan(request)?;
         for job in pce_plan.partitions {
+            let copy = job.circuit.clone_box();
             let t = Instant::now();
             let (input, aux) = job.circuit.witness()?;
             let asg = cuzk_engine::pce::evaluate(&r1cs, input, aux)?;
             run.pce_synthesis += t.elapsed();
-            drop(asg);
+            let t = Instant::now();
+            let (input, aux) = copy.witness_parallel()?;
+            let par = cuzk_engine::pce::evaluate(&r1cs, input, aux)?;
+            run.pce_synthesis_parallel += t.elapsed();
+            run.identical &= par.aux == asg.aux && par.input == asg.input;
+            drop((asg, par));
         }
         summary.partitions = ours_plan.partitions.len();
         let mut b_syn = Duration::ZERO;
