@@ -177,8 +177,13 @@ pub fn prove_plan(
         let asg = info_span!("synthesis", pce = r1cs.is_some())
             .in_scope(|| match &r1cs {
                 Some(r1cs) => {
-                    let (input, aux) =
-                        info_span!("witness").in_scope(|| job.circuit.witness_parallel())?;
+                    let (input, aux) = info_span!("witness").in_scope(|| {
+                        if crate::circuits::parallel_witness_pays() {
+                            job.circuit.witness_parallel()
+                        } else {
+                            job.circuit.witness()
+                        }
+                    })?;
                     Ok(info_span!("matvec").in_scope(|| cuzk_pce::evaluate(r1cs, input, aux))?)
                 }
                 None => job.circuit.synthesize(),

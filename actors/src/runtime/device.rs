@@ -229,7 +229,7 @@ impl Handler<Process> for DeviceActor {
 
     fn handle(&mut self, _msg: Process, ctx: &mut Self::Context) {
         self.process_queued = false;
-        if self.depth > 1 && self.queue.len() == 1 && self.unanswered > 0 {
+        if self.depth > 1 && self.queue.len() == 1 && self.unanswered > 0 && !self.lost {
             return; // the answer to the outstanding Pull schedules us again
         }
         let Some(run) = self.queue.pop_front() else {

@@ -484,10 +484,11 @@ impl SchedulerActor {
                 EntryInput::Proof { srs: None, .. } => continue,
             };
             self.host_used += bytes;
-            // Alone, a partition's witness may spread over the host's cores (latency); beside
-            // other syntheses it stays on its worker's thread, since they already fill the
-            // cores and a parallel witness would queue the devices' own host work behind it.
-            let alone = self.synth_in_flight == 0;
+            // Alone, a partition's witness may spread over the host's cores (latency), where
+            // the host has enough of them; beside other syntheses it stays on its worker's
+            // thread, since they already fill the cores and a parallel witness would queue
+            // the devices' own host work behind it (measured: docs/benchmarks.md).
+            let alone = self.synth_in_flight == 0 && cuzk_engine::circuits::parallel_witness_pays();
             self.synth_in_flight += 1;
             if let Some(synth) = &self.synth {
                 synth.do_send(Synthesize {
@@ -870,9 +871,11 @@ impl Handler<Pull> for SchedulerActor {
         self.after_change();
         // Every Pull gets one answer at once: a Run, or word that nothing can be granted now
         // (a device that holds one partition waits for that answer before it starts, so it
-        // can upload the next one ahead when there is one).
-        if let (Some(before), Some(d)) = (wants, self.devices.get(&msg.0)) {
-            if d.wants >= before {
+        // can upload the next one ahead when there is one). A device that is down gets the
+        // word too: it is never left waiting.
+        if let Some(d) = self.devices.get(&msg.0) {
+            let granted = wants.is_some_and(|before| d.wants < before);
+            if !granted {
                 if let Some(addr) = &d.addr {
                     addr.do_send(NothingNow);
                 }
