@@ -794,8 +794,9 @@ fn pipelined_devices_name_the_next_partition_and_hold_two_leases_only_where_vram
 
 /// With two leases held, the second waits on its device while the first is proved. Its lease
 /// timeout counts from when the device starts it, so a device that is merely busy is never
-/// taken for hung: partitions of 200 ms under a 350 ms lease timeout all complete at their
-/// first attempt (counted from the grant, the queued ones would reach 400 ms and be revoked).
+/// taken for hung: partitions of 400 ms under a 650 ms lease timeout all complete at their
+/// first attempt (counted from the grant, the queued ones would reach 800 ms and be revoked;
+/// 250 ms of slack either way, for a loaded test machine).
 #[test]
 fn a_queued_lease_is_timed_from_its_start_not_its_grant() {
     let mut d = MockDevice::new(3);
@@ -803,9 +804,9 @@ fn a_queued_lease_is_timed_from_its_start_not_its_grant() {
     let driver = MockDriver::new(vec![d.clone()]);
     let rec = driver.recorder();
     let mut cfg = config(&driver);
-    cfg.limits.lease_timeout = Duration::from_millis(350);
+    cfg.limits.lease_timeout = Duration::from_millis(650);
     let engine = Engine::start(cfg).unwrap();
-    let jobs = submit_many(&engine, 3, sim(2, 200_000, 1 << 20));
+    let jobs = submit_many(&engine, 3, sim(2, 400_000, 1 << 20));
     wait_all(&engine, &jobs);
     engine.shutdown(Duration::from_secs(5)).unwrap();
     let iv = rec.take();
