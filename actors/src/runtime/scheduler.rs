@@ -524,45 +524,43 @@ impl SchedulerActor {
 
     /// Grants `dev` its best eligible partition, if any; returns whether it did.
     fn dispatch_one(&mut self, dev: DeviceId, now: Instant) -> bool {
-        {
-            let Some(lease) = self.core.next_for(dev, now) else {
-                return false;
-            };
-            let key = (lease.job, lease.partition);
-            let Some(payload) = self.ready.remove(&key) else {
-                // Cannot happen: a partition is queued in the core only once its input is
-                // here. Fail the lease rather than lose the partition.
-                warn!(
-                    job = lease.job,
-                    partition = lease.partition,
-                    "leased partition has no input"
-                );
-                let why = Failure::new(FailureCause::Internal, "leased partition has no input");
-                self.core.complete(lease.id, Err(why));
-                return false; // no second try this round: its retry needs new input
-            };
-            let bytes = self.jobs.get(&lease.job).map_or(0, |e| e.host_bytes);
-            self.on_device.insert(lease.id, bytes);
-            if let Some(e) = self.jobs.get_mut(&lease.job) {
-                e.on_device += 1;
-                e.first_lease.get_or_insert(now);
-                e.devices.insert(dev);
-            }
-            let slot = self.devices.get_mut(&dev);
-            if let Some(slot) = slot {
-                slot.wants = slot.wants.saturating_sub(1);
-                if let Some(addr) = &slot.addr {
-                    addr.do_send(Run {
-                        work: PartitionWork {
-                            lease: lease.id,
-                            job: lease.job,
-                            partition: lease.partition,
-                            reserved_vram: lease.bytes,
-                            payload,
-                        },
-                        lease,
-                    });
-                }
+        let Some(lease) = self.core.next_for(dev, now) else {
+            return false;
+        };
+        let key = (lease.job, lease.partition);
+        let Some(payload) = self.ready.remove(&key) else {
+            // Cannot happen: a partition is queued in the core only once its input is
+            // here. Fail the lease rather than lose the partition.
+            warn!(
+                job = lease.job,
+                partition = lease.partition,
+                "leased partition has no input"
+            );
+            let why = Failure::new(FailureCause::Internal, "leased partition has no input");
+            self.core.complete(lease.id, Err(why));
+            return false; // no second try this round: its retry needs new input
+        };
+        let bytes = self.jobs.get(&lease.job).map_or(0, |e| e.host_bytes);
+        self.on_device.insert(lease.id, bytes);
+        if let Some(e) = self.jobs.get_mut(&lease.job) {
+            e.on_device += 1;
+            e.first_lease.get_or_insert(now);
+            e.devices.insert(dev);
+        }
+        let slot = self.devices.get_mut(&dev);
+        if let Some(slot) = slot {
+            slot.wants = slot.wants.saturating_sub(1);
+            if let Some(addr) = &slot.addr {
+                addr.do_send(Run {
+                    work: PartitionWork {
+                        lease: lease.id,
+                        job: lease.job,
+                        partition: lease.partition,
+                        reserved_vram: lease.bytes,
+                        payload,
+                    },
+                    lease,
+                });
             }
         }
         true

@@ -41,20 +41,42 @@ pub use vram::QueryLens;
 /// 2^27 partition's working memory (about 30 GB).
 const DEFAULT_RESIDENT_EIGHTHS: u64 = 5;
 
+/// A device resource made at first use. Its creation is tried once: after a failure the
+/// backend goes on without it (and says so once, in the log).
+enum Lazy<T> {
+    Untried,
+    Ready(T),
+    Unavailable,
+}
+
+impl<T> Lazy<T> {
+    /// The resource, made by `make` on the first call; `None` if that failed.
+    fn get_or_make(&mut self, make: impl FnOnce() -> std::result::Result<T, ()>) -> Option<&mut T> {
+        if matches!(self, Lazy::Untried) {
+            *self = match make() {
+                Ok(v) => Lazy::Ready(v),
+                Err(()) => Lazy::Unavailable,
+            };
+        }
+        match self {
+            Lazy::Ready(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
 /// Proves on one CUDA device. See the module documentation.
 pub struct CudaBackend {
     dev: GpuDevice,
     label: String,
     resident: resident::Lru<DeviceSrs>,
     b_g2_on_host: bool,
-    /// Page-locked upload buffers, made at the first proof; `None` after their allocation
-    /// failed (uploads then go straight from pageable memory, slower, same results).
-    staging: Option<Staging>,
-    staging_tried: bool,
+    /// Page-locked upload buffers, made at the first proof; unavailable after their
+    /// allocation failed (uploads then go straight from pageable memory, slower, same results).
+    staging: Lazy<Staging>,
     /// A second stream of the device, for the next partition's upload; made when a caller
-    /// first pipelines. `None` after its creation failed (uploads are then not overlapped).
-    side: Option<GpuDevice>,
-    side_tried: bool,
+    /// first pipelines; unavailable after its creation failed (uploads then not overlapped).
+    side: Lazy<GpuDevice>,
     /// The assignment of the partition named by the token, uploaded during the previous
     /// proof. Taken by the next proof: used if the token matches, freed otherwise.
     ahead: Option<(u64, Uploaded)>,
@@ -85,10 +107,8 @@ impl CudaBackend {
             dev,
             resident: resident::Lru::new(budget),
             b_g2_on_host: false,
-            staging: None,
-            staging_tried: false,
-            side: None,
-            side_tried: false,
+            staging: Lazy::Untried,
+            side: Lazy::Untried,
             ahead: None,
         })
     }
@@ -215,49 +235,49 @@ impl CudaBackend {
         check_shape(&srs.params, &asg, &srs.path.display().to_string())?;
         let bases = self.resident_bases(srs, partition)?;
         let host_g2 = self.b_g2_on_host.then(|| srs.params.b_g2.as_slice());
-        if !self.staging_tried {
-            self.staging_tried = true;
-            match Staging::new(&self.dev) {
-                Ok(st) => self.staging = Some(st),
-                Err(e) => tracing::warn!(device = %self.label, error = %e,
-                    "no page-locked staging memory: uploading from pageable memory"),
-            }
-        }
         // The next partition is uploaded ahead only if its shape is valid for its parameters
         // and those are resident already (an SRS upload is not something to overlap).
         let next = next.filter(|n| {
             self.resident.contains(n.srs.id())
                 && check_shape(&n.srs.params, n.assignment, "").is_ok()
         });
-        if next.is_some() && !self.side_tried {
-            self.side_tried = true;
-            match self.dev.side_stream() {
-                Ok(side) => self.side = Some(side),
-                Err(e) => tracing::warn!(device = %self.label, error = %e,
-                    "no side stream: partitions' uploads are not overlapped"),
-            }
-        }
-        let ahead = match (&next, &self.side) {
-            (Some(n), Some(side)) => Some((
-                n.token,
-                partition::Ahead {
+        let (dev, label) = (&self.dev, &self.label);
+        let staging = self.staging.get_or_make(|| {
+            Staging::new(dev).map_err(|e| {
+                tracing::warn!(device = %label, error = %e,
+                "no page-locked staging memory: uploading from pageable memory")
+            })
+        });
+        let side = match next {
+            Some(_) => self.side.get_or_make(|| {
+                dev.side_stream().map_err(|e| {
+                    tracing::warn!(device = %label, error = %e,
+                    "no side stream: partitions' uploads are not overlapped")
+                })
+            }),
+            None => None,
+        };
+        // the token of what is uploaded ahead, and the upload to start
+        let (next_token, ahead) = match (next, side) {
+            (Some(n), Some(side)) => (
+                Some(n.token),
+                Some(partition::Ahead {
                     dev: side,
                     assignment: n.assignment,
-                },
-            )),
-            _ => None,
+                }),
+            ),
+            _ => (None, None),
         };
-        let next_token = ahead.as_ref().map(|(t, _)| *t);
         let proved = prove_msms(
-            &self.dev,
+            dev,
             &bases,
             asg,
             partition,
             host_g2,
             Transfers {
-                staging: self.staging.as_mut(),
+                staging,
                 uploaded,
-                ahead: ahead.map(|(_, a)| a),
+                ahead,
             },
         )?;
         drop(bases);

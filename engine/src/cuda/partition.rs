@@ -162,20 +162,6 @@ fn alloc(dev: &GpuDevice, len: usize) -> cuzk_kernels::Result<Option<DeviceBuffe
     dev.alloc_zeroed(len).map(Some)
 }
 
-/// Copies `v` into a new device buffer zero padded to `len >= v.len()` elements.
-fn upload_padded(
-    dev: &GpuDevice,
-    v: &[Scalar],
-    len: usize,
-) -> cuzk_kernels::Result<DeviceBuffer<Scalar>> {
-    if v.len() == len {
-        return dev.upload(v);
-    }
-    let mut buf = dev.alloc_zeroed(len)?;
-    dev.copy_to_device_at(v, &mut buf, 0)?;
-    Ok(buf)
-}
-
 /// `head` from the host followed by the elements of `aux` (on the device) selected by
 /// `words`, in a new buffer of `len` elements. Errors when the counts do not add up to `len`.
 fn head_then_selected(
@@ -273,41 +259,18 @@ impl std::fmt::Debug for Uploaded {
 pub fn upload_assignment(
     dev: &GpuDevice,
     asg: &Assignment,
-    mut staging: Option<&mut Staging>,
+    staging: Option<&mut Staging>,
 ) -> cuzk_kernels::Result<Uploaded> {
     let started = Instant::now();
-    let m = domain_points(asg);
-    let mut up = |v: &[Scalar], len: usize| match staging.as_deref_mut() {
-        Some(st) => dev.upload_staged(st, v, len),
-        None => upload_padded(dev, v, len),
-    };
-    let (a, b, c) = if m < 2 {
-        (None, None, None)
-    } else {
-        (
-            Some(up(&asg.a, m)?),
-            Some(up(&asg.b, m)?),
-            Some(up(&asg.c, m)?),
-        )
-    };
-    let aux = if asg.aux.is_empty() {
-        None
-    } else {
-        Some(up(&asg.aux, asg.aux.len())?)
-    };
-    Ok(Uploaded {
-        m,
-        aux_len: asg.aux.len(),
-        took: started.elapsed(),
-        a,
-        b,
-        c,
-        aux,
-    })
+    let mut up = allocate_for(dev, asg)?;
+    fill(dev, asg, &mut up, staging)?;
+    up.took = started.elapsed();
+    Ok(up)
 }
 
-/// Device buffers for `asg`'s a, b, c (zeroed, the domain's length) and aux values, queued
-/// on `dev`'s stream, for [`fill`] to copy into (from another stream, perhaps).
+/// Device buffers for `asg`'s a, b, c (zeroed, the domain's length; none for a domain of
+/// one point) and aux values, queued on `dev`'s stream, for [`fill`] to copy into (on the
+/// same stream, or on another: see [`prove_msms`] for why the upload ahead allocates here).
 fn allocate_for(dev: &GpuDevice, asg: &Assignment) -> cuzk_kernels::Result<Uploaded> {
     let m = domain_points(asg);
     let zeroed = |len: usize| alloc(dev, if m < 2 { 0 } else { len });
