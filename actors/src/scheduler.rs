@@ -320,17 +320,41 @@ impl<T: Clone> SchedulerCore<T> {
             self.waiting.retain(|&(_, _, j, _)| j != job_id);
             return;
         }
-        let (priority, seq, staged) = (job.spec.priority, job.seq, job.staged);
         if let Some(d) = failed_on {
             if self.leases.devices().count() > 1 {
                 self.avoid.insert((job_id, p), d);
             }
         }
+        self.requeue(job_id, p);
+    }
+
+    /// Queues partition `p` of a running job again: it waits for a device, or (staged jobs,
+    /// whose input a device consumed) for new input first.
+    fn requeue(&mut self, job_id: JobId, p: usize) {
+        let Some(job) = self.jobs.get(&job_id) else {
+            return;
+        };
+        let (priority, seq, staged) = (job.spec.priority, job.seq, job.staged);
         if staged {
             self.needs_input.push((job_id, p));
         } else {
             self.waiting.insert((Reverse(priority), seq, job_id, p));
         }
+    }
+
+    /// A device dropped `lease` before starting it, because its result would have been
+    /// discarded (its job ended, or the lease was revoked). Ends the lease if it is still
+    /// active, and queues the partition again (no attempt counted: it never ran) in the
+    /// unexpected case that its job still runs. Returns whether the lease was still active.
+    pub fn withdrawn(&mut self, lease: LeaseId) -> bool {
+        let Ok(l) = self.leases.release(lease) else {
+            return false; // revoked earlier: its partition was queued again then
+        };
+        self.lease_started.remove(&lease);
+        if self.jobs.get(&l.job).is_some_and(|j| j.outcome.is_none()) {
+            self.requeue(l.job, l.partition);
+        }
+        true
     }
 
     /// Removes a device (lost, or failing too often): its active leases are revoked and

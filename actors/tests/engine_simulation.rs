@@ -817,3 +817,39 @@ fn a_queued_lease_is_timed_from_its_start_not_its_grant() {
         "the device held two leases at a time: {iv:#?}"
     );
 }
+
+/// A lease a device holds queued behind the partition it is proving is dropped, not proved,
+/// when its job is cancelled meanwhile: the device spends no time on a result that would be
+/// discarded, takes other work in its place, and the cancelled job ends as cancelled.
+#[test]
+fn a_queued_lease_of_a_cancelled_job_is_dropped_not_proved() {
+    let mut d = MockDevice::new(4);
+    d.depth = 2;
+    let driver = MockDriver::new(vec![d.clone()]);
+    let rec = driver.recorder();
+    let engine = Engine::start(config(&driver)).unwrap();
+    let first = submit_many(&engine, 1, sim(1, 400_000, 1 << 20));
+    // the device starts the first job, then holds the second queued behind it
+    std::thread::sleep(Duration::from_millis(100));
+    let doomed = submit_many(&engine, 1, sim(1, 400_000, 1 << 20));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    // each lease reserves 1 MiB
+    while engine.status().unwrap().devices[0].vram_leased < 2 << 20 {
+        assert!(Instant::now() < deadline, "the device never held two leases");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(engine.cancel(doomed[0].0).unwrap(), "the job was running");
+    let after = submit_many(&engine, 1, sim(1, 50_000, 1 << 20));
+    wait_all(&engine, &first);
+    wait_all(&engine, &after);
+    let err = engine.wait(doomed[0].0, None).unwrap_err();
+    assert!(matches!(err, Error::Cancelled { .. }), "{err}");
+    engine.shutdown(Duration::from_secs(5)).unwrap();
+    let iv = rec.take();
+    check_devices(&iv, std::slice::from_ref(&d));
+    assert!(
+        iv.iter().all(|i| i.job != doomed[0].0),
+        "the cancelled job's queued partition was proved: {iv:#?}"
+    );
+    assert_eq!(iv.len(), 2, "the first and the last job, once each: {iv:#?}");
+}

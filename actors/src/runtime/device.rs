@@ -16,10 +16,12 @@ use std::time::Instant;
 
 use actix::{Actor, Addr, AsyncContext, Context, Handler, Message, System};
 use bellperson::groth16::verify_proof;
-use tracing::{info_span, warn};
+use tracing::{debug, info_span, warn};
 
 use super::scheduler::SchedulerActor;
-use super::{Began, DeviceDown, Done, NothingNow, Pull, Run, Shared, StopDevice};
+use super::{
+    Began, DeviceDown, Done, NothingNow, Pull, Run, Shared, StopDevice, Withdraw, Withdrawn,
+};
 use crate::device::DeviceInfo;
 use crate::driver::{DeviceDriver, DeviceFault, DeviceWorker, Proved};
 use crate::error::{Error, Result};
@@ -35,6 +37,10 @@ pub(crate) struct DeviceActor {
     shared: Arc<Shared>,
     trace: TraceSink,
     verify: bool,
+    /// Threads of this device's own for verifying its proofs (bellperson's verifier spawns
+    /// rayon tasks: on the global pool they would queue behind synthesis work, and the device
+    /// would wait). `None` when it could not be started: the global pool is used then.
+    verifier: Option<rayon::ThreadPool>,
     lost: bool,
     /// Leases the device may hold at once (the driver's pipeline depth).
     depth: usize,
@@ -45,6 +51,10 @@ pub(crate) struct DeviceActor {
     /// A `Process` message is on its way to this actor.
     process_queued: bool,
 }
+
+/// Threads of a device's verification pool: the verifier's two Miller loops and the
+/// public inputs' multi-scalar product run at once.
+const VERIFY_THREADS: usize = 3;
 
 /// Device actor -> itself: prove the first queued partition (sent to itself, so that answers
 /// already in the mailbox are taken in first).
@@ -86,6 +96,7 @@ impl DeviceActor {
                         shared,
                         trace,
                         verify,
+                        verifier: None,
                         lost: false,
                         depth: 1,
                         queue: VecDeque::new(),
@@ -150,8 +161,12 @@ impl DeviceActor {
         match (proved, check) {
             (Proved::Groth16(proof), Some((srs, inputs))) => {
                 if self.verify {
+                    let check = || verify_proof(&srs.pvk, &proof, &inputs);
                     let ok = info_span!("verify", device = %self.info.id, job, partition)
-                        .in_scope(|| verify_proof(&srs.pvk, &proof, &inputs));
+                        .in_scope(|| match &self.verifier {
+                            Some(pool) => pool.install(check),
+                            None => check(),
+                        });
                     if !matches!(ok, Ok(true)) {
                         return Err(DeviceFault::Unverified(format!(
                             "partition {partition} of job {job} proved on {}",
@@ -182,6 +197,18 @@ impl Actor for DeviceActor {
         match catch_unwind(AssertUnwindSafe(|| driver.open(&self.info))) {
             Ok(Ok(worker)) => {
                 self.worker = Some(worker);
+                if self.verify {
+                    let name = format!("cuzk-verify-{}", self.info.id);
+                    self.verifier = rayon::ThreadPoolBuilder::new()
+                        .num_threads(VERIFY_THREADS)
+                        .thread_name(move |i| format!("{name}-{i}"))
+                        .build()
+                        .map_err(|e| {
+                            warn!(device = %self.info.id, error = %e,
+                                "no verification threads of its own: verifying on the shared pool")
+                        })
+                        .ok();
+                }
                 self.depth = self.driver.pipeline_depth(&self.info).max(1);
                 for _ in 0..self.depth {
                     self.pull();
@@ -220,6 +247,34 @@ impl Handler<NothingNow> for DeviceActor {
 
     fn handle(&mut self, _msg: NothingNow, ctx: &mut Self::Context) {
         self.unanswered = self.unanswered.saturating_sub(1);
+        self.schedule(ctx);
+    }
+}
+
+impl Handler<Withdraw> for DeviceActor {
+    type Result = ();
+
+    /// Drops a queued lease whose result would be discarded, so the device spends no time on
+    /// it, and asks for another lease in its place. A lease being proved is not in the queue
+    /// (this actor handles no message while it proves), so nothing started is touched. When it
+    /// was named to the worker as the next partition, whatever the worker prepared for it is
+    /// stale and is dropped when the worker's next partition turns out to be another one.
+    fn handle(&mut self, msg: Withdraw, ctx: &mut Self::Context) {
+        let Some(i) = self.queue.iter().position(|r| r.lease.id == msg.0) else {
+            return;
+        };
+        let Some(run) = self.queue.remove(i) else {
+            return;
+        };
+        let (job, partition) = (run.work.job, run.work.partition);
+        debug!(device = %self.info.id, job, partition, "queued lease withdrawn; not proved");
+        self.scheduler.do_send(Withdrawn {
+            lease: msg.0,
+            job,
+        });
+        if !self.lost {
+            self.pull();
+        }
         self.schedule(ctx);
     }
 }

@@ -220,6 +220,23 @@ impl Message for Run {
     type Result = ();
 }
 
+/// Scheduler -> device: the result of this lease would be discarded (its job ended, or the
+/// lease was revoked). A device that holds it queued, not started, drops it and answers
+/// `Withdrawn`; one that has started or finished it (or never had it) ignores this.
+pub(crate) struct Withdraw(pub LeaseId);
+impl Message for Withdraw {
+    type Result = ();
+}
+
+/// Device -> scheduler: the device dropped this queued lease without proving it.
+pub(crate) struct Withdrawn {
+    pub lease: LeaseId,
+    pub job: JobId,
+}
+impl Message for Withdrawn {
+    type Result = ();
+}
+
 /// Device -> scheduler: a lease's outcome.
 pub(crate) struct Done {
     pub device: DeviceId,

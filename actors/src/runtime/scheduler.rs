@@ -20,6 +20,7 @@ use super::synthesis::SynthesisActor;
 use super::{
     Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, NothingNow, Prepare,
     Prepared, Pull, Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized,
+    Withdraw, Withdrawn,
 };
 use crate::device::{DeviceId, DeviceInfo};
 use crate::driver::{DeviceDriver, DeviceFault};
@@ -604,6 +605,18 @@ impl SchedulerActor {
             .first_lease
             .map(|t| t.saturating_duration_since(entry.submitted))
             .unwrap_or(entry.timings.total);
+        // Leases of the job still held (queued behind another partition, or being proved):
+        // their results would be discarded, so a device that has not started one drops it.
+        let held: Vec<(DeviceId, LeaseId)> = self
+            .devices
+            .keys()
+            .flat_map(|&d| self.core.leases().active_on(d).into_iter().map(move |l| (d, l)))
+            .filter(|(_, l)| l.job == id)
+            .map(|(d, l)| (d, l.id))
+            .collect();
+        for (d, lease) in held {
+            self.withdraw(d, lease);
+        }
         let devices: Vec<DeviceId> = entry.devices.iter().copied().collect();
         let (finished, report) = match outcome {
             JobOutcome::Completed(parts) => {
@@ -778,6 +791,9 @@ impl Actor for SchedulerActor {
                     if let Some(e) = act.jobs.get_mut(&l.job) {
                         e.on_device = e.on_device.saturating_sub(1);
                     }
+                    // a device merely slow to reach a queued lease drops it instead of proving
+                    // it for nothing
+                    act.withdraw(l.device, l.id);
                 }
                 act.after_change();
             }
@@ -945,6 +961,30 @@ impl SchedulerActor {
         if !self.core.is_quarantined(device) {
             self.core.quarantine(device);
         }
+    }
+}
+
+impl SchedulerActor {
+    /// Asks `device` to drop `lease` if it has not started it.
+    fn withdraw(&self, device: DeviceId, lease: LeaseId) {
+        if let Some(addr) = self.devices.get(&device).and_then(|d| d.addr.as_ref()) {
+            addr.do_send(Withdraw(lease));
+        }
+    }
+}
+
+impl Handler<Withdrawn> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Withdrawn, _ctx: &mut Self::Context) {
+        let bytes = self.on_device.remove(&msg.lease).unwrap_or(0);
+        self.host_used = self.host_used.saturating_sub(bytes);
+        if self.core.withdrawn(msg.lease) {
+            if let Some(e) = self.jobs.get_mut(&msg.job) {
+                e.on_device = e.on_device.saturating_sub(1);
+            }
+        }
+        self.after_change();
     }
 }
 
