@@ -365,3 +365,42 @@ fn burst_submissions_push_back() {
     assert_eq!((accepted, refused), (1000, 9000));
     assert_eq!(sim.core.waiting(), 1000);
 }
+
+/// A lease its device dropped unstarted ends without counting an attempt or a device
+/// failure: once for a cancelled job (nothing requeued), a second time is a no-op, and for a
+/// running job (not a case the runtime asks for, but the core must not lose the partition) the
+/// partition is queued again and completes.
+#[test]
+fn withdrawn_leases_end_without_an_attempt_and_lose_no_partition() {
+    let mut t = LeaseTable::new();
+    t.add_device(dev(1), 1000, 2).unwrap();
+    let mut core: SchedulerCore<u32> = SchedulerCore::new(
+        t,
+        Limits {
+            max_attempts: 1, // a counted attempt would fail the job
+            ..limits()
+        },
+    );
+    let spec = JobSpec {
+        priority: Priority::Normal,
+        partitions: 1,
+        vram_per_partition: 10,
+    };
+    let gone = core.submit(spec.clone()).unwrap();
+    let kept = core.submit(spec).unwrap();
+    let now = Instant::now();
+    let l1 = core.next_for(dev(1), now).unwrap();
+    let l2 = core.next_for(dev(1), now).unwrap();
+    assert_eq!((l1.job, l2.job), (gone, kept));
+    assert!(core.cancel(gone));
+    assert!(core.withdrawn(l1.id), "the cancelled job's lease was active");
+    assert!(!core.withdrawn(l1.id), "a lease ends once");
+    assert_eq!(core.leases().reserved(dev(1)), 10);
+    assert!(core.withdrawn(l2.id));
+    assert_eq!(core.leases().reserved(dev(1)), 0);
+    let again = core.next_for(dev(1), now).expect("the partition was queued again");
+    assert_eq!((again.job, again.partition), (kept, 0));
+    assert_eq!(core.complete(again.id, Ok(7)), Completion::Accepted);
+    assert_eq!(core.take_outcome(gone), Some(JobOutcome::Cancelled));
+    assert_eq!(core.take_outcome(kept), Some(JobOutcome::Completed(vec![7])));
+}
