@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cuzk_actors::{Engine, EngineConfig, SubmitOptions};
+use cuzk_actors::{Engine, EngineConfig, JobTimings, SubmitOptions};
 use cuzk_engine::{ProofKind, ProofRequest};
 
 /// What a batch run measured.
@@ -31,8 +31,9 @@ pub struct BatchReport {
     /// Device tracks that ran at least one partition, from the trace.
     pub busy_tracks: Vec<String>,
     /// Per kind: median time from submit to verified proof of one job alone on the warm,
-    /// idle engine (three jobs one after another, before the stream).
-    pub latency: BTreeMap<String, Duration>,
+    /// idle engine (three jobs one after another, before the stream), with that job's
+    /// timings as the engine measured them.
+    pub latency: BTreeMap<String, (Duration, JobTimings)>,
 }
 
 /// Loads `<dir>/<kind>-2KiB.json` (as written by `cuzk gen`) for each kind.
@@ -71,11 +72,12 @@ pub fn run(
         let mut times = Vec::with_capacity(3);
         for _ in 0..3 {
             let t = Instant::now();
-            engine.prove(r, SubmitOptions::default())?;
-            times.push(t.elapsed());
+            let res = engine.prove(r, SubmitOptions::default())?;
+            times.push((t.elapsed(), res.timings));
         }
-        times.sort();
-        latency.insert(r.proof.kind.to_string(), times[1]);
+        times.sort_by_key(|(t, _)| *t);
+        let median = times.swap_remove(1);
+        latency.insert(r.proof.kind.to_string(), median);
     }
     let before = engine.status()?;
     let t0 = Instant::now();

@@ -379,10 +379,17 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             for (k, n) in &report.per_kind {
                 println!("  {k}: {n}");
             }
-            for (k, t) in &report.latency {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            for (k, (t, j)) in &report.latency {
                 println!(
-                    "  {k}: {:.1} ms from submit to verified proof (one job alone, median of 3)",
-                    t.as_secs_f64() * 1e3
+                    "  {k}: {:.1} ms from submit to verified proof (one job alone, median of 3): \
+                     {:.1} ms to reach a device (synthesis {:.1} ms), {:.1} ms on it, \
+                     {:.1} ms verifying and answering",
+                    ms(*t),
+                    ms(j.queue_wait),
+                    ms(j.synthesis),
+                    ms(j.gpu_compute),
+                    ms(t.saturating_sub(j.queue_wait + j.gpu_compute)),
                 );
             }
             for (d, (n, busy)) in &report.per_device {
