@@ -149,3 +149,44 @@ fn a_bad_request_is_refused_at_submit_and_the_engine_keeps_serving() {
     assert!(engine.devices()[0].id.is_cpu());
     engine.shutdown(Duration::from_secs(1)).expect("shutdown");
 }
+
+/// Real proofs on a pipelining device: the proof is verified before its lease ends, and the
+/// device still gets its next lease in time to name it to its worker (where a GPU uploads it
+/// during the current kernels). Reporting a partition only after a verification that runs
+/// beside the device would leave the lease table full when the device asks for more, and
+/// no partition would ever be named.
+#[test]
+fn a_pipelining_device_names_its_next_real_partition_while_proofs_are_verified() {
+    support::store_with(ProofKind::WindowPost);
+    let mut dev = MockDevice::new(5);
+    dev.depth = 2;
+    let driver = MockDriver::new(vec![dev]);
+    let rec = driver.recorder();
+    let mut cfg = EngineConfig::new(support::params_dir());
+    cfg.devices = DeviceChoice::mock(&driver);
+    cfg.synthesis_workers = 2;
+    let engine = Engine::start(cfg).expect("engine starts");
+    let req = support::inputs().window_post.clone();
+    engine
+        .prove(&req, SubmitOptions::default())
+        .expect("warm-up");
+    let jobs: Vec<_> = (0..6)
+        .map(|_| engine.submit(&req, SubmitOptions::default()).expect("submit").job)
+        .collect();
+    for job in jobs {
+        let res = engine
+            .wait(job, Some(Duration::from_secs(600)))
+            .expect("job completes");
+        assert!(res.verified);
+    }
+    engine.shutdown(Duration::from_secs(5)).expect("shutdown");
+    let mut iv = rec.take();
+    iv.sort_by_key(|i| i.start);
+    assert!(find_overlap(&iv).is_none());
+    let named = iv.iter().filter(|i| i.ahead.is_some()).count();
+    assert!(
+        named >= 3,
+        "only {named} of {} partitions had the next one named: {iv:#?}",
+        iv.len()
+    );
+}

@@ -158,9 +158,8 @@ pub struct JobTimings {
     pub srs_load: Duration,
     /// Synthesis, summed over partitions (including re-synthesis after failures).
     pub synthesis: Duration,
-    /// Device time, summed over partition attempts. Verification runs beside the device on
-    /// its verification threads and is not included (it is only where those threads could
-    /// not be started and the device thread verifies).
+    /// Device time, summed over partition attempts (including verification, which the device
+    /// waits for).
     pub gpu_compute: Duration,
     /// Submission to result.
     pub total: Duration,

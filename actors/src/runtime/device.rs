@@ -8,31 +8,23 @@
 //! it starts a partition with no second one in hand it waits for the scheduler's answer to
 //! its outstanding `Pull` (a `Run`, or `NothingNow`), so the overlap does not depend on
 //! message timing. Proving itself never overlaps: one attempt at a time, on this thread.
-//!
-//! Verification: a proof is verified, encoded and reported (`Done`) on the device's own
-//! verification threads, so the device thread goes on to its next partition as soon as the
-//! device has produced one. The lease stays active (its VRAM reserved) until `Done`.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use actix::{Actor, Addr, AsyncContext, Context, Handler, Message, System};
-use bellperson::groth16::{verify_proof, Proof};
-use blstrs::{Bls12, Scalar};
-use cuzk_engine::Srs;
+use bellperson::groth16::verify_proof;
 use tracing::{debug, info_span, warn};
 
 use super::scheduler::SchedulerActor;
 use super::{
     Began, DeviceDown, Done, NothingNow, Pull, Run, Shared, StopDevice, Withdraw, Withdrawn,
 };
-use crate::device::{DeviceId, DeviceInfo};
+use crate::device::DeviceInfo;
 use crate::driver::{DeviceDriver, DeviceFault, DeviceWorker, Proved};
 use crate::error::{Error, Result};
-use crate::lease::LeaseId;
-use crate::scheduler::JobId;
 use crate::trace::TraceSink;
 use crate::work::{simulated_token, Payload};
 
@@ -45,10 +37,9 @@ pub(crate) struct DeviceActor {
     shared: Arc<Shared>,
     trace: TraceSink,
     verify: bool,
-    /// Threads of this device's own that verify, encode and report its proofs, so the device
-    /// thread does not wait for the verifier (whose rayon tasks, on the global pool, would
-    /// also queue behind synthesis work). `None` when they could not be started: the device
-    /// thread verifies then.
+    /// Threads of this device's own for verifying its proofs (bellperson's verifier spawns
+    /// rayon tasks: on the global pool they would queue behind synthesis work, and the device
+    /// would wait). `None` when it could not be started: the global pool is used then.
     verifier: Option<rayon::ThreadPool>,
     lost: bool,
     /// Leases the device may hold at once (the driver's pipeline depth).
@@ -62,8 +53,7 @@ pub(crate) struct DeviceActor {
 }
 
 /// Threads of a device's verification pool: the verifier's two Miller loops and the
-/// public inputs' multi-scalar product run at once, and a proof waits for the previous one's
-/// verification only when the device proves faster than three verifiers keep up.
+/// public inputs' multi-scalar product run at once.
 const VERIFY_THREADS: usize = 3;
 
 /// Device actor -> itself: prove the first queued partition (sent to itself, so that answers
@@ -144,13 +134,11 @@ impl DeviceActor {
         }
     }
 
-    /// Runs one partition on the device. What comes back is a proof still to be verified and
-    /// encoded, or a finished result (a simulated token).
     fn attempt(
         &mut self,
         run: Run,
         next: Option<&crate::work::PartitionWork>,
-    ) -> std::result::Result<Produced, DeviceFault> {
+    ) -> std::result::Result<Vec<u8>, DeviceFault> {
         let Some(worker) = self.worker.as_mut() else {
             return Err(DeviceFault::Lost("device is not open".into()));
         };
@@ -161,95 +149,42 @@ impl DeviceActor {
             } => Some((srs.clone(), public_inputs.clone())),
             Payload::Simulated { .. } => None,
         };
-        let proved = catch_unwind(AssertUnwindSafe(|| worker.prove(run.work, next)))
-            .map_err(|p| DeviceFault::Failed(format!("panicked: {}", panic_text(p.as_ref()))))??;
+        let proved =
+            catch_unwind(AssertUnwindSafe(|| worker.prove(run.work, next))).map_err(|p| {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown panic".into());
+                DeviceFault::Failed(format!("panicked: {msg}"))
+            })??;
         match (proved, check) {
-            (Proved::Groth16(proof), Some(check)) => Ok(Produced::Proof {
-                proof: Box::new(proof),
-                check: self.verify.then_some(check),
-            }),
-            (Proved::Simulated, None) => Ok(Produced::Finished(simulated_token(job, partition))),
+            (Proved::Groth16(proof), Some((srs, inputs))) => {
+                if self.verify {
+                    let check = || verify_proof(&srs.pvk, &proof, &inputs);
+                    let ok = info_span!("verify", device = %self.info.id, job, partition)
+                        .in_scope(|| match &self.verifier {
+                            Some(pool) => pool.install(check),
+                            None => check(),
+                        });
+                    if !matches!(ok, Ok(true)) {
+                        return Err(DeviceFault::Unverified(format!(
+                            "partition {partition} of job {job} proved on {}",
+                            self.info.id
+                        )));
+                    }
+                }
+                let mut bytes = Vec::with_capacity(192);
+                proof
+                    .write(&mut bytes)
+                    .map_err(|e| DeviceFault::Failed(format!("cannot encode proof: {e}")))?;
+                Ok(bytes)
+            }
+            (Proved::Simulated, None) => Ok(simulated_token(job, partition)),
             _ => Err(DeviceFault::WrongAnswer(
                 "the device answered a different kind of work than it was given".into(),
             )),
         }
-    }
-}
-
-/// What the device produced for one partition.
-enum Produced {
-    /// A proof, to verify against its parameters and public inputs (when `check` is there)
-    /// and to encode.
-    Proof {
-        proof: Box<Proof<Bls12>>,
-        check: Option<(Arc<Srs>, Vec<Scalar>)>,
-    },
-    /// A finished result (a simulated partition's token).
-    Finished(Vec<u8>),
-}
-
-/// The text of a caught panic.
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
-/// Verifies (when asked) and encodes a proof. A proof that does not verify is the device's
-/// fault (`Unverified`), so the partition is retried and the device counted against.
-fn verify_and_encode(
-    proof: &Proof<Bls12>,
-    check: Option<&(Arc<Srs>, Vec<Scalar>)>,
-    device: DeviceId,
-    job: JobId,
-    partition: usize,
-) -> std::result::Result<Vec<u8>, DeviceFault> {
-    if let Some((srs, inputs)) = check {
-        let ok = info_span!("verify", device = %device, job, partition)
-            .in_scope(|| verify_proof(&srs.pvk, proof, inputs));
-        if !matches!(ok, Ok(true)) {
-            return Err(DeviceFault::Unverified(format!(
-                "partition {partition} of job {job} proved on {device}"
-            )));
-        }
-    }
-    let mut bytes = Vec::with_capacity(192);
-    proof
-        .write(&mut bytes)
-        .map_err(|e| DeviceFault::Failed(format!("cannot encode proof: {e}")))?;
-    Ok(bytes)
-}
-
-/// Everything needed to report one attempt, from the device thread or a verification thread.
-struct Report {
-    scheduler: Addr<SchedulerActor>,
-    shared: Arc<Shared>,
-    device: DeviceId,
-    lease: LeaseId,
-    job: JobId,
-    partition: usize,
-    /// Time the partition held the device.
-    took: Duration,
-}
-
-impl Report {
-    /// Counts the outcome and sends `Done`.
-    fn send(self, result: std::result::Result<Vec<u8>, DeviceFault>) {
-        if let Some(mut live) = self.shared.devices.get_mut(&self.device) {
-            match &result {
-                Ok(_) => live.partitions_ok += 1,
-                Err(_) => live.partitions_failed += 1,
-            }
-        }
-        self.scheduler.do_send(Done {
-            device: self.device,
-            lease: self.lease,
-            job: self.job,
-            partition: self.partition,
-            result,
-            took: self.took,
-        });
     }
 }
 
@@ -373,7 +308,7 @@ impl DeviceActor {
         }
         self.scheduler.do_send(Began(lease));
         let t0 = Instant::now();
-        let produced = if self.lost {
+        let result = if self.lost {
             Err(DeviceFault::Lost("device was lost earlier".into()))
         } else {
             let queue = std::mem::take(&mut self.queue);
@@ -382,7 +317,7 @@ impl DeviceActor {
             r
         };
         let took = t0.elapsed();
-        let outcome = match &produced {
+        let outcome = match &result {
             Ok(_) => "ok".to_string(),
             Err(f) => f.to_string(),
         };
@@ -391,54 +326,23 @@ impl DeviceActor {
         if let Some(mut live) = self.shared.devices.get_mut(&device) {
             live.current = None;
             live.busy += took;
+            match &result {
+                Ok(_) => live.partitions_ok += 1,
+                Err(_) => live.partitions_failed += 1,
+            }
         }
-        if matches!(produced, Err(DeviceFault::Lost(_))) {
+        if matches!(result, Err(DeviceFault::Lost(_))) {
             self.lost = true;
             self.worker = None;
         }
-        let report = Report {
-            scheduler: self.scheduler.clone(),
-            shared: self.shared.clone(),
+        self.scheduler.do_send(Done {
             device,
             lease,
             job,
             partition,
+            result,
             took,
-        };
-        match produced {
-            Ok(Produced::Proof { proof, check }) => match (&self.verifier, check) {
-                (Some(pool), Some(check)) => {
-                    let (trace, track) = (self.trace.clone(), format!("verify {device}"));
-                    pool.spawn(move || {
-                        let t = Instant::now();
-                        let result = catch_unwind(AssertUnwindSafe(|| {
-                            verify_and_encode(&proof, Some(&check), device, job, partition)
-                        }))
-                        .unwrap_or_else(|p| {
-                            Err(DeviceFault::Failed(format!(
-                                "verification panicked: {}",
-                                panic_text(p.as_ref())
-                            )))
-                        });
-                        let outcome = match &result {
-                            Ok(_) => "ok".to_string(),
-                            Err(f) => f.to_string(),
-                        };
-                        trace.slice(&track, "verify", t, job, Some(partition), outcome);
-                        report.send(result);
-                    });
-                }
-                (_, check) => report.send(verify_and_encode(
-                    &proof,
-                    check.as_ref(),
-                    device,
-                    job,
-                    partition,
-                )),
-            },
-            Ok(Produced::Finished(bytes)) => report.send(Ok(bytes)),
-            Err(f) => report.send(Err(f)),
-        }
+        });
         if !self.lost {
             self.pull();
         }
