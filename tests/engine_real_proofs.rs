@@ -160,6 +160,11 @@ fn a_pipelining_device_names_its_next_real_partition_while_proofs_are_verified()
     support::store_with(ProofKind::WindowPost);
     let mut dev = MockDevice::new(5);
     dev.depth = 2;
+    // The first partition after the warm-up holds the device for 2 s, so the other jobs are
+    // synthesised by the time it ends however loaded the machine is: from then on a partition
+    // is ready whenever the device asks, and only the lease table can stop the naming.
+    dev.hang_on = Some(2);
+    dev.hang_for = Duration::from_secs(2);
     let driver = MockDriver::new(vec![dev]);
     let rec = driver.recorder();
     let mut cfg = EngineConfig::new(support::params_dir());

@@ -6,8 +6,9 @@
 //! them one at a time, in the order granted, and names the second to its worker while the
 //! first runs, so a GPU uploads the next partition during the current one's kernels. Before
 //! it starts a partition with no second one in hand it waits for the scheduler's answer to
-//! its outstanding `Pull` (a `Run`, or `NothingNow`), so the overlap does not depend on
-//! message timing. Proving itself never overlaps: one attempt at a time, on this thread.
+//! its outstanding `Pull` (`PullHandled`, which comes after any `Run` that `Pull` brought),
+//! so the overlap does not depend on message timing. Proving itself never overlaps: one
+//! attempt at a time, on this thread.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,7 +21,7 @@ use tracing::{debug, info_span, warn};
 
 use super::scheduler::SchedulerActor;
 use super::{
-    Began, DeviceDown, Done, NothingNow, Pull, Run, Shared, StopDevice, Withdraw, Withdrawn,
+    Began, DeviceDown, Done, Pull, PullHandled, Run, Shared, StopDevice, Withdraw, Withdrawn,
 };
 use crate::device::DeviceInfo;
 use crate::driver::{DeviceDriver, DeviceFault, DeviceWorker, Proved};
@@ -46,7 +47,8 @@ pub(crate) struct DeviceActor {
     depth: usize,
     /// Leases granted and not yet proved, in the order granted.
     queue: VecDeque<Run>,
-    /// Pulls sent whose immediate answer (a `Run` or `NothingNow`) has not come.
+    /// Pulls sent that the scheduler has not acknowledged (`PullHandled`) yet. A `Run` does
+    /// not count: it may answer an earlier `Pull` that got no lease when it was handled.
     unanswered: usize,
     /// A `Process` message is on its way to this actor.
     process_queued: bool,
@@ -236,16 +238,15 @@ impl Handler<Run> for DeviceActor {
     type Result = ();
 
     fn handle(&mut self, run: Run, ctx: &mut Self::Context) {
-        self.unanswered = self.unanswered.saturating_sub(1);
         self.queue.push_back(run);
         self.schedule(ctx);
     }
 }
 
-impl Handler<NothingNow> for DeviceActor {
+impl Handler<PullHandled> for DeviceActor {
     type Result = ();
 
-    fn handle(&mut self, _msg: NothingNow, ctx: &mut Self::Context) {
+    fn handle(&mut self, _msg: PullHandled, ctx: &mut Self::Context) {
         self.unanswered = self.unanswered.saturating_sub(1);
         self.schedule(ctx);
     }

@@ -204,10 +204,12 @@ impl Message for Began {
     type Result = ();
 }
 
-/// Scheduler -> device: the device's last `Pull` gets no lease now (one comes with a `Run`
-/// when work does).
-pub(crate) struct NothingNow;
-impl Message for NothingNow {
+/// Scheduler -> device: a `Pull` of the device has been handled. Sent once per `Pull`, after
+/// the `Run` it was granted, if any (messages from the scheduler to a device arrive in the
+/// order sent), so a device that sees it holds every lease that `Pull` brought. A `Pull` that
+/// got no lease still stands: its lease comes with a later `Run` when work does.
+pub(crate) struct PullHandled;
+impl Message for PullHandled {
     type Result = ();
 }
 

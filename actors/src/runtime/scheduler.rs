@@ -18,8 +18,8 @@ use tracing::{info, warn};
 use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
-    Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, NothingNow, Prepare,
-    Prepared, Pull, Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized,
+    Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, Prepare,
+    Prepared, Pull, PullHandled, Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized,
     Withdraw, Withdrawn,
 };
 use crate::device::{DeviceId, DeviceInfo};
@@ -875,25 +875,19 @@ impl Handler<Pull> for SchedulerActor {
     type Result = ();
 
     fn handle(&mut self, msg: Pull, _ctx: &mut Self::Context) {
-        let mut wants = None;
         if let Some(d) = self.devices.get_mut(&msg.0) {
             if d.down.is_none() {
                 d.wants += 1;
-                wants = Some(d.wants);
             }
         }
         self.after_change();
-        // Every Pull gets one answer at once: a Run, or word that nothing can be granted now
-        // (a device that holds one partition waits for that answer before it starts, so it
-        // can upload the next one ahead when there is one). A device that is down gets the
-        // word too: it is never left waiting.
-        if let Some(d) = self.devices.get(&msg.0) {
-            let granted = wants.is_some_and(|before| d.wants < before);
-            if !granted {
-                if let Some(addr) = &d.addr {
-                    addr.do_send(NothingNow);
-                }
-            }
+        // Every Pull is acknowledged, after the Run it brought if any (a device holding one
+        // partition waits for this before it starts, so it can upload the next one ahead when
+        // there is one). A Run is not an acknowledgement: it may answer an earlier Pull that
+        // got no lease at the time. A device that is down is acknowledged too: it is never
+        // left waiting.
+        if let Some(addr) = self.devices.get(&msg.0).and_then(|d| d.addr.as_ref()) {
+            addr.do_send(PullHandled);
         }
     }
 }
