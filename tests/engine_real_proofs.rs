@@ -176,7 +176,12 @@ fn a_pipelining_device_names_its_next_real_partition_while_proofs_are_verified()
         .prove(&req, SubmitOptions::default())
         .expect("warm-up");
     let jobs: Vec<_> = (0..6)
-        .map(|_| engine.submit(&req, SubmitOptions::default()).expect("submit").job)
+        .map(|_| {
+            engine
+                .submit(&req, SubmitOptions::default())
+                .expect("submit")
+                .job
+        })
         .collect();
     for job in jobs {
         let res = engine

@@ -835,7 +835,10 @@ fn a_queued_lease_of_a_cancelled_job_is_dropped_not_proved() {
     let deadline = Instant::now() + Duration::from_secs(5);
     // each lease reserves 1 MiB
     while engine.status().unwrap().devices[0].vram_leased < 2 << 20 {
-        assert!(Instant::now() < deadline, "the device never held two leases");
+        assert!(
+            Instant::now() < deadline,
+            "the device never held two leases"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(engine.cancel(doomed[0].0).unwrap(), "the job was running");
@@ -851,5 +854,9 @@ fn a_queued_lease_of_a_cancelled_job_is_dropped_not_proved() {
         iv.iter().all(|i| i.job != doomed[0].0),
         "the cancelled job's queued partition was proved: {iv:#?}"
     );
-    assert_eq!(iv.len(), 2, "the first and the last job, once each: {iv:#?}");
+    assert_eq!(
+        iv.len(),
+        2,
+        "the first and the last job, once each: {iv:#?}"
+    );
 }

@@ -393,14 +393,22 @@ fn withdrawn_leases_end_without_an_attempt_and_lose_no_partition() {
     let l2 = core.next_for(dev(1), now).unwrap();
     assert_eq!((l1.job, l2.job), (gone, kept));
     assert!(core.cancel(gone));
-    assert!(core.withdrawn(l1.id), "the cancelled job's lease was active");
+    assert!(
+        core.withdrawn(l1.id),
+        "the cancelled job's lease was active"
+    );
     assert!(!core.withdrawn(l1.id), "a lease ends once");
     assert_eq!(core.leases().reserved(dev(1)), 10);
     assert!(core.withdrawn(l2.id));
     assert_eq!(core.leases().reserved(dev(1)), 0);
-    let again = core.next_for(dev(1), now).expect("the partition was queued again");
+    let again = core
+        .next_for(dev(1), now)
+        .expect("the partition was queued again");
     assert_eq!((again.job, again.partition), (kept, 0));
     assert_eq!(core.complete(again.id, Ok(7)), Completion::Accepted);
     assert_eq!(core.take_outcome(gone), Some(JobOutcome::Cancelled));
-    assert_eq!(core.take_outcome(kept), Some(JobOutcome::Completed(vec![7])));
+    assert_eq!(
+        core.take_outcome(kept),
+        Some(JobOutcome::Completed(vec![7]))
+    );
 }

@@ -164,11 +164,12 @@ impl DeviceActor {
             (Proved::Groth16(proof), Some((srs, inputs))) => {
                 if self.verify {
                     let check = || verify_proof(&srs.pvk, &proof, &inputs);
-                    let ok = info_span!("verify", device = %self.info.id, job, partition)
-                        .in_scope(|| match &self.verifier {
+                    let ok = info_span!("verify", device = %self.info.id, job, partition).in_scope(
+                        || match &self.verifier {
                             Some(pool) => pool.install(check),
                             None => check(),
-                        });
+                        },
+                    );
                     if !matches!(ok, Ok(true)) {
                         return Err(DeviceFault::Unverified(format!(
                             "partition {partition} of job {job} proved on {}",
@@ -269,10 +270,7 @@ impl Handler<Withdraw> for DeviceActor {
         };
         let (job, partition) = (run.work.job, run.work.partition);
         debug!(device = %self.info.id, job, partition, "queued lease withdrawn; not proved");
-        self.scheduler.do_send(Withdrawn {
-            lease: msg.0,
-            job,
-        });
+        self.scheduler.do_send(Withdrawn { lease: msg.0, job });
         if !self.lost {
             self.pull();
         }

@@ -18,9 +18,9 @@ use tracing::{info, warn};
 use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
-    Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, Prepare,
-    Prepared, Pull, PullHandled, Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized,
-    Withdraw, Withdrawn,
+    Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, Prepare, Prepared,
+    Pull, PullHandled, Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize,
+    Synthesized, Withdraw, Withdrawn,
 };
 use crate::device::{DeviceId, DeviceInfo};
 use crate::driver::{DeviceDriver, DeviceFault};
@@ -610,7 +610,13 @@ impl SchedulerActor {
         let held: Vec<(DeviceId, LeaseId)> = self
             .devices
             .keys()
-            .flat_map(|&d| self.core.leases().active_on(d).into_iter().map(move |l| (d, l)))
+            .flat_map(|&d| {
+                self.core
+                    .leases()
+                    .active_on(d)
+                    .into_iter()
+                    .map(move |l| (d, l))
+            })
             .filter(|(_, l)| l.job == id)
             .map(|(d, l)| (d, l.id))
             .collect();
