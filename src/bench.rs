@@ -99,8 +99,8 @@ pub struct BenchRun {
     pub ours_synthesis: Duration,
     /// cuzk PCE synthesis (witness-only synthesis + sparse products), all partitions.
     pub pce_synthesis: Duration,
-    /// The same with the witness on several threads where the circuit allows it (PoRep: one
-    /// challenge per thread), as for a partition synthesised alone.
+    /// The same with the witness on several threads where the circuit allows it (PoRep: each
+    /// challenge's head, labelings and tail apart), as for a partition synthesised alone.
     pub pce_synthesis_parallel: Duration,
     /// cuzk proving step (NTT + MSMs), all partitions.
     pub ours_prove: Duration,

@@ -323,22 +323,16 @@ fn two_circuits_stay_resident_and_lru_eviction_keeps_proofs() {
 
     // a large budget: both stay
     let mut gpu = gpu();
-    let free_before = gpu.free_memory().expect("free memory");
     for _ in 0..2 {
         assert_eq!(prove(&mut gpu, &p).expect("GPU"), want_p);
         assert_eq!(prove(&mut gpu, &q).expect("GPU"), want_q);
     }
     assert!(gpu.is_resident(&p.srs) && gpu.is_resident(&q.srs));
     assert_eq!(gpu.resident_bytes(), bp + bq);
-    let free_after = gpu.free_memory().expect("free memory");
-    println!(
-        "resident {} + {} bytes; free memory {} -> {} bytes",
-        bp, bq, free_before, free_after
-    );
-    assert!(
-        free_before.saturating_sub(free_after) >= (bp + bq) * 9 / 10,
-        "the resident bases should occupy device memory"
-    );
+    // What the budget counts is what the device buffers hold. (Free device memory is no
+    // measure of it here: the memory pool keeps freed partition memory for reuse, and the
+    // other tests of this binary use the same device at the same time.)
+    assert_eq!(gpu.resident_device_bytes(), bp + bq);
     assert!(gpu.evict(&p.srs));
     assert!(!gpu.is_resident(&p.srs));
     assert_eq!(gpu.resident_bytes(), bq);

@@ -17,7 +17,7 @@ fn pce_equals_full(kind: ProofKind) {
     let r1cs = pce.blank.record().expect("record");
     for (f, p) in full.partitions.into_iter().zip(pce.partitions) {
         let want = f.circuit.synthesize().expect("full synthesis");
-        // the witness on several threads (PoRep: one challenge each) is the same witness
+        // the witness on several threads (PoRep: in pieces, one label each) is the same witness
         let (par_input, par_aux) = p.circuit.clone_box().witness_parallel().expect("witness");
         let (input, aux) = p.circuit.witness().expect("witness");
         assert!(

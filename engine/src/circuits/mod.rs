@@ -8,6 +8,7 @@
 //! | [`snap`] | SnapDeals (EmptySectorUpdate) from partition vanilla proofs |
 
 pub mod porep;
+mod porep_witness;
 pub mod post;
 pub mod snap;
 
@@ -59,7 +60,8 @@ pub trait PartitionCircuit: Send {
     fn witness(self: Box<Self>) -> Result<(Vec<Scalar>, Vec<Scalar>)>;
 
     /// The same witness as [`PartitionCircuit::witness`], computed on several threads where
-    /// the circuit allows it (PoRep: one challenge per thread). For a partition that is
+    /// the circuit allows it (PoRep: each layer's label of each challenge on its own thread,
+    /// see `porep_witness`). For a partition that is
     /// alone on the host: beside other syntheses the cores are busy already.
     fn witness_parallel(self: Box<Self>) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
         self.witness()

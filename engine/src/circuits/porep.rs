@@ -19,8 +19,8 @@ use bellperson::groth16;
 use blstrs::Scalar;
 use cuzk_pce::{Assignment, R1cs, WitnessCs};
 use ff::Field;
-use rayon::prelude::*;
 
+use super::porep_witness::{piecewise_witness, TopValues};
 use super::{safe_domain, with_shape, CircuitBox, PartitionCircuit, PartitionJob, ProofPlan};
 use crate::error::{catch_panic, Error, Result};
 use crate::kind::RegisteredProof;
@@ -181,8 +181,8 @@ type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 type VanillaChallenge<Tree> = stacked::Proof<Tree, DefaultPieceHasher>;
 
 /// One PoRep partition's circuit, held as the parts `StackedCompound::circuit` would put in
-/// a `StackedCircuit` (whose fields are private), so that its witness can be computed one
-/// challenge per thread. Synthesis, recording and the bellperson oracle run the crate's own
+/// a `StackedCircuit` (whose fields are private), so that its witness can be computed in
+/// pieces on several threads (`porep_witness`). Synthesis, recording and the bellperson oracle run the crate's own
 /// `StackedCircuit::synthesize` on all challenges, exactly as before.
 pub struct StackedParts<Tree: 'static + MerkleTreeTrait> {
     replica_id: TreeDomain<Tree>,
@@ -263,37 +263,34 @@ impl<Tree: 'static + MerkleTreeTrait> StackedParts<Tree> {
         Ok((cs.input, cs.aux))
     }
 
-    /// The witness computed one challenge per thread: the top level alone, then each
-    /// challenge with the top level before it (a few hundred variables, computed again on
-    /// each thread), whose own variables follow the top level's in the sequential order.
-    /// Equal to the sequential witness: the circuit allocates the top level first, then each
-    /// challenge in turn, and a challenge's values depend only on the top level's.
+    /// The witness computed in pieces on rayon's pool: the top level alone, then each
+    /// challenge's head, labelings (one per layer) and tail, each on its own thread
+    /// ([`super::porep_witness`]). Equal to the sequential witness, variable for variable.
     pub fn parallel_witness(&self) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
         let synthesis = |e: SynthesisError| Error::Synthesis {
             partition: 0,
             reason: e.to_string(),
         };
-        let (mut input, mut aux) = self.witness_of(Vec::new()).map_err(synthesis)?;
-        let (top_in, top_aux) = (input.len(), aux.len());
-        let per_challenge: Vec<_> = self
-            .challenges
-            .par_iter()
-            .map(|c| self.witness_of(vec![c.clone()]))
-            .collect();
-        for (i, r) in per_challenge.into_iter().enumerate() {
-            let (ci, ca) = r.map_err(synthesis)?;
-            if ci.get(..top_in) != Some(&input[..top_in])
-                || ca.get(..top_aux) != Some(&aux[..top_aux])
-            {
-                return Err(Error::Synthesis {
-                    partition: 0,
-                    reason: format!(
-                        "challenge {i}: the circuit's top level came out differently on its thread"
-                    ),
-                });
-            }
-            input.extend_from_slice(&ci[top_in..]);
-            aux.extend_from_slice(&ca[top_aux..]);
+        let comm_d = self
+            .comm_d
+            .ok_or_else(|| Error::InvalidRequest("a PoRep partition without comm_d".into()))?;
+        let values = TopValues {
+            replica_id: self.replica_id.into(),
+            comm_d: comm_d.into(),
+            comm_c: self.comm_c.into(),
+            comm_r_last: self.comm_r_last.into(),
+        };
+        // the top level beside the challenges' pieces: they read only its values
+        let (top, challenges) = rayon::join(
+            || self.witness_of(Vec::new()).map_err(synthesis),
+            || piecewise_witness::<Tree>(values, self.challenges.clone()),
+        );
+        let (mut input, mut aux) = top?;
+        let pieces = challenges?;
+        aux.reserve(pieces.iter().map(|(_, a)| a.len()).sum());
+        for (piece_input, piece_aux) in pieces {
+            input.extend_from_slice(&piece_input);
+            aux.extend_from_slice(&piece_aux);
         }
         Ok((input, aux))
     }

@@ -189,6 +189,13 @@ impl CudaBackend {
         self.resident.used()
     }
 
+    /// Bytes of the device buffers that hold the resident bases now, summed from the
+    /// buffers themselves (not from the parameters' shapes, as [`CudaBackend::resident_bytes`]
+    /// is): a check that what the budget counts is what the device holds.
+    pub fn resident_device_bytes(&self) -> u64 {
+        self.resident.values().map(DeviceSrs::bytes).sum()
+    }
+
     /// Whether `srs`'s bases are resident on this device now.
     pub fn is_resident(&self, srs: &Srs) -> bool {
         self.resident.contains(srs.id())

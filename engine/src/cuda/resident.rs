@@ -119,6 +119,11 @@ impl<T> Lru<T> {
         self.entries.contains_key(&key)
     }
 
+    /// The values held, in no particular order (does not mark them used).
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.entries.values().map(|e| &*e.value)
+    }
+
     /// Keys held, least recently used first.
     pub fn keys_by_age(&self) -> Vec<u64> {
         let mut v: Vec<(u64, u64)> = self
