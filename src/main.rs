@@ -100,6 +100,10 @@ enum Cmd {
         /// Trace file (default: <tmp>/cuzk-batch-trace.json).
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// OS niceness of the synthesis threads (0 = as the process), so that device threads
+        /// get a core first when the host is full.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i32).range(0..=19))]
+        synthesis_niceness: i32,
     },
     /// Verify proof bytes against a request file.
     Verify {
@@ -338,6 +342,7 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             fixed_rs,
             pipeline_depth,
             trace,
+            synthesis_niceness,
         } => {
             let kinds = kinds_or(
                 &kinds,
@@ -352,6 +357,7 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             let mut config = EngineConfig::new(store.dir());
             config.devices = device_choice(cpu, &devices)?;
             config.gpu_pipeline_depth = usize::from(pipeline_depth);
+            config.synthesis_niceness = synthesis_niceness;
             config.synthesis_workers = synthesis_workers.unwrap_or_else(|| {
                 std::thread::available_parallelism().map_or(2, |n| n.get().min(32))
             });

@@ -99,6 +99,12 @@ pub struct EngineConfig {
     /// current one's kernels run, where the device's memory holds both reservations; 1
     /// proves strictly one partition after the other.
     pub gpu_pipeline_depth: usize,
+    /// OS niceness (0-19) of the threads that synthesise (witnesses and constraint
+    /// evaluation run on the engine's own synthesis pool, one thread per core). Above the
+    /// device and verification threads' 0, so that a device thread never waits for a core
+    /// behind synthesis when the host is full. 0 leaves them as they are. Linux only (the
+    /// setting is ignored elsewhere); a failure to set it is logged, not fatal.
+    pub synthesis_niceness: i32,
 }
 
 impl EngineConfig {
@@ -122,6 +128,7 @@ impl EngineConfig {
             tick: Duration::from_millis(50),
             retain_results: 4096,
             gpu_pipeline_depth: 2,
+            synthesis_niceness: 10,
         }
     }
 }
@@ -384,6 +391,7 @@ impl Engine {
             devices: devices.clone(),
             limits: config.limits.clone(),
             synthesis_workers: config.synthesis_workers.max(1),
+            synthesis_pool: crate::runtime::synthesis::synthesis_pool(config.synthesis_niceness)?,
             host_memory_budget: config.host_memory_budget,
             max_outstanding_partitions: config.max_outstanding_partitions,
             job_timeout: config.job_timeout,

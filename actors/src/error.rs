@@ -82,6 +82,9 @@ pub enum Error {
     /// A resource is in use and cannot be released now.
     #[error("{0} is in use: {1}")]
     InUse(String, String),
+    /// The engine's synthesis threads could not be started (the OS refused new threads).
+    #[error("cannot start the synthesis threads: {0}")]
+    SynthesisPool(String),
     /// No device can run work (none found, or the configured ones failed to open).
     #[error("no usable device: {0}")]
     NoDevice(String),

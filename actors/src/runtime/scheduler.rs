@@ -42,6 +42,8 @@ pub(crate) struct SchedulerSetup {
     pub devices: Vec<DeviceInfo>,
     pub limits: Limits,
     pub synthesis_workers: usize,
+    /// Where synthesis runs (see `EngineConfig::synthesis_niceness`).
+    pub synthesis_pool: Arc<rayon::ThreadPool>,
     pub host_memory_budget: u64,
     pub max_outstanding_partitions: usize,
     pub job_timeout: Option<Duration>,
@@ -156,6 +158,7 @@ impl SchedulerActor {
             let trace = setup.trace.clone();
             let workers = setup.synthesis_workers.max(1);
             let counter = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let pool = setup.synthesis_pool.clone();
             let synth = actix::SyncArbiter::start(workers, move || {
                 let i = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 SynthesisActor {
@@ -163,6 +166,7 @@ impl SchedulerActor {
                     scheduler: me.clone(),
                     trace: trace.clone(),
                     track: format!("synthesis {}", i % workers),
+                    pool: pool.clone(),
                 }
             });
             let mut devices = BTreeMap::new();

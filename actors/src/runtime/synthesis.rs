@@ -24,6 +24,36 @@ pub(crate) struct SynthesisActor {
     pub scheduler: Addr<SchedulerActor>,
     pub trace: TraceSink,
     pub track: String,
+    /// The engine's synthesis pool: the worker's partition is built there, so that
+    /// everything synthesis runs (the witness and the constraint evaluation's parallel
+    /// loops) runs at the pool's lower OS priority.
+    pub pool: Arc<rayon::ThreadPool>,
+}
+
+/// The engine's synthesis pool: one thread per core (rayon's default), each at `niceness`
+/// (Linux; 0 leaves the threads as they are).
+pub(crate) fn synthesis_pool(niceness: i32) -> crate::error::Result<Arc<rayon::ThreadPool>> {
+    rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("cuzk-synthesis-{i}"))
+        .start_handler(move |_| lower_this_thread(niceness))
+        .build()
+        .map(Arc::new)
+        .map_err(|e| crate::error::Error::SynthesisPool(e.to_string()))
+}
+
+/// Lowers the calling thread's OS priority to `niceness` (Linux: `setpriority` on the
+/// thread id, which affects that thread only).
+fn lower_this_thread(niceness: i32) {
+    if niceness <= 0 {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let tid = rustix::thread::gettid();
+        if let Err(e) = rustix::process::setpriority_process(Some(tid), niceness.min(19)) {
+            tracing::warn!(niceness, error = %e, "cannot lower a synthesis thread's priority");
+        }
+    }
 }
 
 impl Actor for SynthesisActor {
@@ -92,18 +122,22 @@ impl Handler<Synthesize> for SynthesisActor {
         let (job, partition) = (msg.job, msg.partition);
         let _span = info_span!("synthesis", job, partition).entered();
         let parallel = msg.parallel;
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            synthesize(msg.input, partition, parallel)
-        }))
-        .unwrap_or_else(|p| {
-            Err(Failure::new(
-                FailureCause::Synthesis,
-                format!(
-                    "partition {partition}: synthesis panicked: {}",
-                    panic_message(p)
-                ),
-            ))
-        });
+        let result = self
+            .pool
+            .install(|| {
+                catch_unwind(AssertUnwindSafe(|| {
+                    synthesize(msg.input, partition, parallel)
+                }))
+            })
+            .unwrap_or_else(|p| {
+                Err(Failure::new(
+                    FailureCause::Synthesis,
+                    format!(
+                        "partition {partition}: synthesis panicked: {}",
+                        panic_message(p)
+                    ),
+                ))
+            });
         let took = t0.elapsed();
         self.trace.slice(
             &self.track,
