@@ -99,8 +99,8 @@ pub struct EngineConfig {
     /// current one's kernels run, where the device's memory holds both reservations; 1
     /// proves strictly one partition after the other.
     pub gpu_pipeline_depth: usize,
-    /// OS niceness (0-19) of the threads that synthesise (witnesses and constraint
-    /// evaluation run on the engine's own synthesis pool, one thread per core). Above the
+    /// OS niceness (0-19) of the threads that synthesise (the synthesis workers, and the
+    /// engine's own pool, one thread per core, for synthesis's parallel loops). Above the
     /// device and verification threads' 0, so that a device thread never waits for a core
     /// behind synthesis when the host is full. 0 leaves them as they are. Linux only (the
     /// setting is ignored elsewhere); a failure to set it is logged, not fatal.
@@ -392,6 +392,7 @@ impl Engine {
             limits: config.limits.clone(),
             synthesis_workers: config.synthesis_workers.max(1),
             synthesis_pool: crate::runtime::synthesis::synthesis_pool(config.synthesis_niceness)?,
+            synthesis_niceness: config.synthesis_niceness,
             host_memory_budget: config.host_memory_budget,
             max_outstanding_partitions: config.max_outstanding_partitions,
             job_timeout: config.job_timeout,

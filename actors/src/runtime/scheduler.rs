@@ -44,6 +44,8 @@ pub(crate) struct SchedulerSetup {
     pub synthesis_workers: usize,
     /// Where synthesis runs (see `EngineConfig::synthesis_niceness`).
     pub synthesis_pool: Arc<rayon::ThreadPool>,
+    /// The synthesis workers' and pool's OS niceness.
+    pub synthesis_niceness: i32,
     pub host_memory_budget: u64,
     pub max_outstanding_partitions: usize,
     pub job_timeout: Option<Duration>,
@@ -159,7 +161,10 @@ impl SchedulerActor {
             let workers = setup.synthesis_workers.max(1);
             let counter = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             let pool = setup.synthesis_pool.clone();
+            let niceness = setup.synthesis_niceness;
             let synth = actix::SyncArbiter::start(workers, move || {
+                // runs on the worker's own thread
+                super::synthesis::lower_this_thread(niceness);
                 let i = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 SynthesisActor {
                     store: store.clone(),

@@ -24,9 +24,11 @@ pub(crate) struct SynthesisActor {
     pub scheduler: Addr<SchedulerActor>,
     pub trace: TraceSink,
     pub track: String,
-    /// The engine's synthesis pool: the worker's partition is built there, so that
-    /// everything synthesis runs (the witness and the constraint evaluation's parallel
-    /// loops) runs at the pool's lower OS priority.
+    /// The engine's synthesis pool, for synthesis's parallel loops (a witness in pieces,
+    /// the constraint evaluation). A sequential witness runs on the worker's own thread:
+    /// in the pool, a thread waiting for its loop's other halves could take up another
+    /// worker's whole witness and delay its own partition by as long (measured: two GPUs
+    /// fell from 26 to 16-19 proofs per second).
     pub pool: Arc<rayon::ThreadPool>,
 }
 
@@ -43,7 +45,7 @@ pub(crate) fn synthesis_pool(niceness: i32) -> crate::error::Result<Arc<rayon::T
 
 /// Lowers the calling thread's OS priority to `niceness` (Linux: `setpriority` on the
 /// thread id, which affects that thread only).
-fn lower_this_thread(niceness: i32) {
+pub(crate) fn lower_this_thread(niceness: i32) {
     if niceness <= 0 {
         return;
     }
@@ -122,22 +124,19 @@ impl Handler<Synthesize> for SynthesisActor {
         let (job, partition) = (msg.job, msg.partition);
         let _span = info_span!("synthesis", job, partition).entered();
         let parallel = msg.parallel;
-        let result = self
-            .pool
-            .install(|| {
-                catch_unwind(AssertUnwindSafe(|| {
-                    synthesize(msg.input, partition, parallel)
-                }))
-            })
-            .unwrap_or_else(|p| {
-                Err(Failure::new(
-                    FailureCause::Synthesis,
-                    format!(
-                        "partition {partition}: synthesis panicked: {}",
-                        panic_message(p)
-                    ),
-                ))
-            });
+        let pool = &self.pool;
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            synthesize(msg.input, partition, parallel, pool)
+        }))
+        .unwrap_or_else(|p| {
+            Err(Failure::new(
+                FailureCause::Synthesis,
+                format!(
+                    "partition {partition}: synthesis panicked: {}",
+                    panic_message(p)
+                ),
+            ))
+        });
         let took = t0.elapsed();
         self.trace.slice(
             &self.track,
@@ -162,6 +161,7 @@ fn synthesize(
     input: SynthInput,
     partition: usize,
     parallel: bool,
+    pool: &rayon::ThreadPool,
 ) -> std::result::Result<Payload, Failure> {
     match input {
         SynthInput::Simulated {
@@ -189,14 +189,14 @@ fn synthesize(
                     let (input, aux) = info_span!("witness", parallel)
                         .in_scope(|| {
                             if parallel {
-                                circuit.witness_parallel()
+                                pool.install(|| circuit.witness_parallel())
                             } else {
                                 circuit.witness()
                             }
                         })
                         .map_err(|e| Failure::from_engine(&e))?;
                     info_span!("matvec")
-                        .in_scope(|| cuzk_engine::pce::evaluate(r1cs, input, aux))
+                        .in_scope(|| pool.install(|| cuzk_engine::pce::evaluate(r1cs, input, aux)))
                         .map_err(|e| {
                             Failure::new(
                                 FailureCause::Synthesis,
