@@ -154,3 +154,23 @@ fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
     .unwrap();
     assert_eq!(fourth.pce().loaded_count(), 1);
 }
+
+#[test]
+fn a_porep_challenge_missing_a_layer_is_refused_before_any_witness() {
+    // The witness in pieces reads each challenge's layer count; the planner's verification
+    // of the vanilla proofs refuses such a C1 output first, as invalid input.
+    let mut request = support::inputs().get(ProofKind::PorepC2).clone();
+    let cuzk::ProofInputs::Porep { c1_json } = &mut request.inputs else {
+        panic!("a PoRep request holds a C1 output");
+    };
+    let mut c1: serde_json::Value = serde_json::from_slice(c1_json).expect("C1 JSON");
+    let labels = c1["vanilla_proofs"][0][1]["labeling_proofs"]
+        .as_array_mut()
+        .expect("the second challenge's labeling proofs");
+    labels.pop();
+    *c1_json = serde_json::to_vec(&c1).expect("JSON");
+    let err = circuits::plan(&request)
+        .err()
+        .expect("a challenge with a layer fewer is refused");
+    assert!(matches!(err, cuzk::Error::InvalidRequest(_)), "{err}");
+}
