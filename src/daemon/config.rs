@@ -115,6 +115,9 @@ pub struct DevicesSection {
     /// Leases a GPU may hold at once, 1 to 4: 2 uploads the next partition while the current
     /// one's kernels run (where device memory holds both reservations); 1 turns that off.
     pub pipeline_depth: usize,
+    /// OS niceness of the synthesis threads, 0 to 19: above the device threads' 0, so that
+    /// a device never waits for a core behind synthesis; 0 = as the daemon.
+    pub synthesis_niceness: i32,
 }
 
 impl Default for DevicesSection {
@@ -124,6 +127,7 @@ impl Default for DevicesSection {
             gpus: Vec::new(),
             synthesis_workers: 0,
             pipeline_depth: 2,
+            synthesis_niceness: 10,
         }
     }
 }
@@ -417,6 +421,12 @@ impl DaemonConfig {
                 self.devices.pipeline_depth
             ));
         }
+        if !(0..=19).contains(&self.devices.synthesis_niceness) {
+            return Err(format!(
+                "devices.synthesis_niceness = {} must be 0 to 19",
+                self.devices.synthesis_niceness
+            ));
+        }
         if self.devices.backend == Backend::Cpu && !self.devices.gpus.is_empty() {
             return Err("devices.gpus names GPUs but devices.backend = \"cpu\"".into());
         }
@@ -556,6 +566,10 @@ mod tests {
             ("[priorities]\nwinning_post = \"urgent\"\n", "urgent"),
             ("[devices]\ngpus = [\"zz:zz\"]\n", "devices.gpus"),
             ("[devices]\npipeline_depth = 0\n", "devices.pipeline_depth"),
+            (
+                "[devices]\nsynthesis_niceness = 20\n",
+                "devices.synthesis_niceness",
+            ),
             ("[params]\npreload = [\"porep-3g\"]\n", "params.preload"),
             ("[limits]\nmax_message_bytes = 1000\n", "below 1 MiB"),
             ("[daemon]\nlisten_addr = \"x\"\n", "unknown field"),

@@ -312,6 +312,7 @@ pub fn engine_config(
     ec.pce_dir = Some(config.params.pce_dir());
     ec.devices = devices;
     ec.gpu_pipeline_depth = config.devices.pipeline_depth;
+    ec.synthesis_niceness = config.devices.synthesis_niceness;
     ec.synthesis_workers = match config.devices.synthesis_workers {
         0 => (cores / 2).max(1),
         n => n,
