@@ -47,6 +47,9 @@ use crate::error::Error;
 /// A challenge's vanilla proof, as a C1 output holds it.
 type VanillaChallenge<Tree> = stacked::Proof<Tree, DefaultPieceHasher>;
 
+/// Variables a piece allocated: (inputs, aux), in allocation order.
+pub(super) type Variables = (Vec<Scalar>, Vec<Scalar>);
+
 /// The top level's values that the challenges read.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct TopValues {
@@ -173,7 +176,7 @@ where
 pub(super) fn piecewise_witness<Tree: 'static + MerkleTreeTrait>(
     values: TopValues,
     challenges: Vec<VanillaChallenge<Tree>>,
-) -> crate::error::Result<Vec<(Vec<Scalar>, Vec<Scalar>)>> {
+) -> crate::error::Result<Vec<Variables>> {
     let layers = match challenges.first() {
         Some(c) => c.labeling_proofs.len(),
         None => return Ok(Vec::new()),
@@ -194,7 +197,7 @@ fn pieces<Tree: 'static + MerkleTreeTrait>(
     values: TopValues,
     challenges: Vec<VanillaChallenge<Tree>>,
     layers: usize,
-) -> std::result::Result<Vec<(Vec<Scalar>, Vec<Scalar>)>, SynthesisError> {
+) -> std::result::Result<Vec<Variables>, SynthesisError> {
     let proofs = circuit_proofs(
         StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<WitnessCs>,
         challenges,
