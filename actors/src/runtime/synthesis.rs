@@ -231,3 +231,50 @@ fn synthesize(
         }
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn own_niceness() -> i32 {
+        rustix::process::getpriority_process(Some(rustix::thread::gettid()))
+            .expect("getpriority on this thread")
+    }
+
+    #[test]
+    fn the_synthesis_pool_runs_at_its_niceness_and_leaves_other_threads_alone() {
+        let base = own_niceness();
+        let want = (base + 3).min(19);
+        let pool = synthesis_pool(want).expect("pool");
+        let seen: Vec<i32> = pool.install(|| {
+            use rayon::prelude::*;
+            (0..64).into_par_iter().map(|_| own_niceness()).collect()
+        });
+        assert!(
+            seen.iter().all(|&n| n == want),
+            "pool threads at {seen:?}, want {want}"
+        );
+        assert_eq!(
+            own_niceness(),
+            base,
+            "the caller's thread keeps its priority"
+        );
+        // a worker lowers only itself
+        let worker = std::thread::spawn(move || {
+            lower_this_thread(want);
+            own_niceness()
+        })
+        .join()
+        .expect("worker");
+        assert_eq!(worker, want);
+        assert_eq!(own_niceness(), base);
+        // 0 leaves a thread as it is
+        let untouched = std::thread::spawn(|| {
+            lower_this_thread(0);
+            own_niceness()
+        })
+        .join()
+        .expect("thread");
+        assert_eq!(untouched, base);
+    }
+}
