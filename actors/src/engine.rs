@@ -58,6 +58,9 @@ impl std::fmt::Debug for DeviceChoice {
     }
 }
 
+/// The synthesis threads' default OS niceness ([`EngineConfig::synthesis_niceness`]).
+pub const DEFAULT_SYNTHESIS_NICENESS: i32 = 10;
+
 /// How the engine is set up.
 #[derive(Clone)]
 pub struct EngineConfig {
@@ -128,7 +131,7 @@ impl EngineConfig {
             tick: Duration::from_millis(50),
             retain_results: 4096,
             gpu_pipeline_depth: 2,
-            synthesis_niceness: 10,
+            synthesis_niceness: DEFAULT_SYNTHESIS_NICENESS,
         }
     }
 }

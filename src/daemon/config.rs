@@ -127,7 +127,7 @@ impl Default for DevicesSection {
             gpus: Vec::new(),
             synthesis_workers: 0,
             pipeline_depth: 2,
-            synthesis_niceness: 10,
+            synthesis_niceness: cuzk_actors::DEFAULT_SYNTHESIS_NICENESS,
         }
     }
 }

@@ -252,14 +252,11 @@ impl<Tree: 'static + MerkleTreeTrait> StackedParts<Tree> {
         )
     }
 
-    /// The witness (ONE first) of the top level and `challenges`.
-    fn witness_of(
-        &self,
-        challenges: Vec<VanillaChallenge<Tree>>,
-    ) -> std::result::Result<(Vec<Scalar>, Vec<Scalar>), SynthesisError> {
+    /// The witness (ONE first) of the top level alone, without any challenge.
+    fn top_witness(&self) -> std::result::Result<(Vec<Scalar>, Vec<Scalar>), SynthesisError> {
         let mut cs = WitnessCs::default();
         cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-        self.synthesize_with(&mut cs, challenges)?;
+        self.synthesize_with(&mut cs, Vec::new())?;
         Ok((cs.input, cs.aux))
     }
 
@@ -282,7 +279,7 @@ impl<Tree: 'static + MerkleTreeTrait> StackedParts<Tree> {
         };
         // the top level beside the challenges' pieces: they read only its values
         let (top, challenges) = rayon::join(
-            || self.witness_of(Vec::new()).map_err(synthesis),
+            || self.top_witness().map_err(synthesis),
             || piecewise_witness::<Tree>(values, self.challenges.clone()),
         );
         let (mut input, mut aux) = top?;
