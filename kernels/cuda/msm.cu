@@ -1,5 +1,7 @@
 // Pippenger MSM with signed window digits and counting-sort bucketing.
 // Requires field.cuh and curve.cuh; the host prepends `#define MSM_G1` or `#define MSM_G2`.
+// msm_accumulate is compiled in a module of its own (`#define MSM_ACCUMULATE_ONLY`, every
+// product and point operation inlined); the other kernels with `#define MSM_NO_ACCUMULATE`.
 //
 // Pipeline for n points, window width c, nw = ceil((max bit length + 1) / c) windows, nb = 2^(c-1)
 // buckets per window (digit d in [-2^(c-1), 2^(c-1)], bucket |d| - 1, zero digits skipped):
@@ -31,6 +33,7 @@ typedef Fp2 PF;
 typedef Affine<PF> PAffine;
 typedef Xyzz<PF> PXyzz;
 
+#ifndef MSM_ACCUMULATE_ONLY
 // Window w of a canonical 256-bit scalar (8 little-endian words), c <= 31 bits.
 DEVI u32 window_bits(const u32* s, u32 w, u32 c) {
     u32 bit = w * c;
@@ -185,8 +188,19 @@ extern "C" __global__ void MSM_NAME(msm_scatter)(const Fr* __restrict__ canon, u
     }
 }
 
+#endif  // MSM_ACCUMULATE_ONLY
+
+#ifndef MSM_NO_ACCUMULATE
 // One thread per part: partial[p] = sum of at most k (possibly negated) affine points of
-// one bucket, so that a crowded bucket is shared by several threads.
+// one bucket, so that a crowded bucket is shared by several threads. The next entry is
+// loaded before the current point is added, so its memory latency overlaps the addition
+// (few warps fit beside this kernel's registers to hide it otherwise); in G1 the next
+// point too (a G2 point does not fit in the registers left: ptxas spills).
+#if defined(MSM_G1)
+#define MSM_PREFETCH_POINT true
+#else
+#define MSM_PREFETCH_POINT false
+#endif
 extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
                                                     const u32* __restrict__ offsets,
                                                     const u32* __restrict__ part_offsets,
@@ -198,15 +212,27 @@ extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ 
     u32 begin = offsets[b] + (p - part_offsets[b]) * k;
     u32 end = min(begin + k, offsets[b + 1]);
     PXyzz acc = PXyzz::inf();
-    for (u32 i = begin; i < end; i++) {
-        u32 e = sorted[i];
-        PAffine q = bases[e & 0x7fffffffu];
-        if (e >> 31) q = neg(q);
-        xyzz_add_affine(acc, q);
+    if (begin < end) {
+        u32 e = sorted[begin];
+        PAffine next;
+        if (MSM_PREFETCH_POINT) next = bases[e & 0x7fffffffu];
+        for (u32 i = begin; i < end; i++) {
+            PAffine q = MSM_PREFETCH_POINT ? next : bases[e & 0x7fffffffu];
+            bool negate = e >> 31;
+            if (i + 1 < end) {
+                e = sorted[i + 1];
+                if (MSM_PREFETCH_POINT) next = bases[e & 0x7fffffffu];
+            }
+            if (negate) q = neg(q);
+            xyzz_add_affine(acc, q);
+        }
     }
     partial[p] = acc;
 }
 
+#endif  // MSM_NO_ACCUMULATE
+
+#ifndef MSM_ACCUMULATE_ONLY
 // One round of the pairwise sum of each bucket's parts: with `stride` = 2^r, the part at
 // local index j (j a multiple of 2 * stride) adds the part at j + stride when it exists.
 // After rounds r = 0 .. ceil(log2(most parts)) - 1 the first part of each bucket holds the
@@ -288,6 +314,8 @@ extern "C" __global__ void MSM_NAME(curve_test_ops)(const PAffine* __restrict__ 
     xyzz_add(r2, b);
     out[3 * i + 2] = xyzz_to_jacobian(r2);
 }
+
+#endif  // MSM_ACCUMULATE_ONLY
 
 // Throughput probe: each thread adds `iters` affine points (from a small table of `m`) into
 // an XYZZ accumulator; out[i] receives the result so nothing is optimised away.

@@ -48,21 +48,51 @@ pub const NTT: KernelModule = KernelModule {
     defines: &[],
     sources: &[FIELD_CUH, NTT_CU],
 };
-/// G1 MSM kernels (suffix `_g1`).
+/// Leaves `msm_accumulate` out of a module (it lives in the `*_ACCUMULATE` modules).
+const NO_ACCUMULATE: &str = "MSM_NO_ACCUMULATE";
+
+/// Keeps only `msm_accumulate` (and the rate probe) in a module.
+const ACCUMULATE_ONLY: &str = "MSM_ACCUMULATE_ONLY";
+
+/// G1 MSM kernels (suffix `_g1`) except `msm_accumulate`, with out-of-line field products.
 pub const MSM_G1: KernelModule = KernelModule {
     name: "msm_g1",
-    defines: &["MSM_G1", NOINLINE_MUL],
+    defines: &["MSM_G1", NOINLINE_MUL, NO_ACCUMULATE],
     sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
 };
-/// G2 MSM kernels (suffix `_g2`).
+/// G2 MSM kernels (suffix `_g2`) except `msm_accumulate`.
 pub const MSM_G2: KernelModule = KernelModule {
     name: "msm_g2",
-    defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS],
+    defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
+    sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
+};
+/// G1 `msm_accumulate_g1` (and `curve_madd_rate_g1`) with every field product and point
+/// operation inlined: the bucket accumulation is most of an MSM's time, and out-of-line
+/// calls keep the accumulator in local memory (ptxas: 768-byte stack frame; inlined: none,
+/// 190 registers). Its own module so that only this kernel pays the inlined compile time.
+pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
+    name: "msm_g1_accumulate",
+    defines: &["MSM_G1", INLINE_POINTS, ACCUMULATE_ONLY],
+    sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
+};
+/// G2 `msm_accumulate_g2` (and `curve_madd_rate_g2`), everything inlined as in
+/// [`MSM_G1_ACCUMULATE`] (ptxas: 256-byte stack with some spills, against a 1760-byte stack
+/// out of line).
+pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
+    name: "msm_g2_accumulate",
+    defines: &["MSM_G2", INLINE_POINTS, ACCUMULATE_ONLY],
     sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
 };
 
 /// Every kernel module of the crate.
-pub const MODULES: &[KernelModule] = &[FIELD, NTT, MSM_G1, MSM_G2];
+pub const MODULES: &[KernelModule] = &[
+    FIELD,
+    NTT,
+    MSM_G1,
+    MSM_G2,
+    MSM_G1_ACCUMULATE,
+    MSM_G2_ACCUMULATE,
+];
 
 impl KernelModule {
     /// The full source NVRTC compiles.

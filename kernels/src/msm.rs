@@ -21,7 +21,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::{CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 use group::Group;
 
-use crate::compile::{KernelModule, MSM_G1, MSM_G2};
+use crate::compile::{KernelModule, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE};
 use crate::device::{check_len, DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
 use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
@@ -35,8 +35,10 @@ pub trait MsmCurve: Send + Sync + 'static {
     type Affine: DeviceElem;
     /// Result type.
     type Projective: Group + Copy;
-    /// Kernel module.
+    /// Kernel module (every MSM kernel but `msm_accumulate`).
     const MODULE: KernelModule;
+    /// Kernel module of `msm_accumulate` (everything inlined).
+    const ACCUMULATE_MODULE: KernelModule;
     /// Suffix of the kernel names (`_g1`, `_g2`).
     const SUFFIX: &'static str;
     /// u64 limbs of one XYZZ point (4 coordinates).
@@ -58,6 +60,7 @@ impl MsmCurve for G1 {
     type Affine = G1Affine;
     type Projective = G1Projective;
     const MODULE: KernelModule = MSM_G1;
+    const ACCUMULATE_MODULE: KernelModule = MSM_G1_ACCUMULATE;
     const SUFFIX: &'static str = "_g1";
     const XYZZ_LIMBS: usize = 24;
     const NAME: &'static str = "G1";
@@ -82,6 +85,7 @@ impl MsmCurve for G2 {
     type Affine = G2Affine;
     type Projective = G2Projective;
     const MODULE: KernelModule = MSM_G2;
+    const ACCUMULATE_MODULE: KernelModule = MSM_G2_ACCUMULATE;
     const SUFFIX: &'static str = "_g2";
     const XYZZ_LIMBS: usize = 48;
     const NAME: &'static str = "G2";
@@ -490,7 +494,10 @@ impl GpuDevice {
 
         // 6. partial bucket sums, then bucket sums
         let mut partial = alloc_xyzz(nparts)?;
-        let f = kernel("msm_accumulate")?;
+        let f = self.function(
+            &C::ACCUMULATE_MODULE,
+            &format!("msm_accumulate{}", C::SUFFIX),
+        )?;
         let mut l = stream.launch_builder(&f);
         l.arg(&bases)
             .arg(&sorted)

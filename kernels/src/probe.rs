@@ -6,7 +6,7 @@ use std::time::Instant;
 use blstrs::Scalar;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-use crate::compile::FIELD;
+use crate::compile::{KernelModule, FIELD};
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::msm::{Bases, MsmCurve};
@@ -44,9 +44,24 @@ pub fn field_mul_rates(dev: &GpuDevice) -> Result<(f64, f64)> {
     Ok((out[0], out[1]))
 }
 
-/// Mixed additions (XYZZ += affine) per second for curve `C`, using the first points of `bases`.
+/// Mixed additions (XYZZ += affine) per second for curve `C`, using the first points of
+/// `bases`, as compiled for `msm_accumulate` (everything inlined, [`MsmCurve::ACCUMULATE_MODULE`]).
 pub fn madd_rate<C: MsmCurve>(dev: &GpuDevice, bases: &Bases<C>) -> Result<f64> {
-    let f = dev.function(&C::MODULE, &format!("curve_madd_rate{}", C::SUFFIX))?;
+    madd_rate_in::<C>(dev, bases, &C::ACCUMULATE_MODULE)
+}
+
+/// As [`madd_rate`], compiled as the other MSM kernels ([`MsmCurve::MODULE`]: out-of-line
+/// field products), for comparison.
+pub fn madd_rate_out_of_line<C: MsmCurve>(dev: &GpuDevice, bases: &Bases<C>) -> Result<f64> {
+    madd_rate_in::<C>(dev, bases, &C::MODULE)
+}
+
+fn madd_rate_in<C: MsmCurve>(
+    dev: &GpuDevice,
+    bases: &Bases<C>,
+    module: &KernelModule,
+) -> Result<f64> {
+    let f = dev.function(module, &format!("curve_madd_rate{}", C::SUFFIX))?;
     let m = bases.len().min(1024) as u32;
     let iters: u32 = 64;
     let mut out = dev

@@ -62,7 +62,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let g2 = dev.upload_g2_bases(&g2_points(6, 1024))?;
         let r1 = cuzk_kernels::probe::madd_rate(&dev, &g1)?;
         let r2 = cuzk_kernels::probe::madd_rate(&dev, &g2)?;
-        println!("G1 madd {r1:.3e}/s, G2 madd {r2:.3e}/s (as in the MSM kernels)");
+        println!("G1 madd {r1:.3e}/s, G2 madd {r2:.3e}/s (inlined, as in msm_accumulate)");
+        let o1 = cuzk_kernels::probe::madd_rate_out_of_line(&dev, &g1)?;
+        let o2 = cuzk_kernels::probe::madd_rate_out_of_line(&dev, &g2)?;
+        println!("G1 madd {o1:.3e}/s, G2 madd {o2:.3e}/s (out-of-line field products)");
     }
     if want("ntt") {
         bench_ntt(&dev, quick, runs)?;
