@@ -1,5 +1,6 @@
 //! The PCE on real Filecoin circuits: for each kind at 2 KiB the recorded constraints plus
-//! witness-only synthesis (sequential, and on several threads) give a, b, c, densities and assignments equal to full synthesis bit
+//! witness-only synthesis (sequential, and on several threads) and the evaluation (on one
+//! thread, and in parallel) give a, b, c, densities and assignments equal to full synthesis bit
 //! for bit (WindowPoSt synthesises its sectors in child systems joined with `extend`); the
 //! first proofs of a shape record it once even when they arrive together; damaged cache
 //! files are rebuilt, never used.
@@ -24,7 +25,11 @@ fn pce_equals_full(kind: ProofKind) {
             par_input == input && par_aux == aux,
             "{kind}: the parallel witness differs from the sequential one"
         );
+        // rows on one thread give what rows in parallel tasks give (PoRep has several tasks)
+        let seq = cuzk::pce::evaluate_sequential(&r1cs, input.clone(), aux.clone())
+            .expect("evaluate on one thread");
         let got = cuzk::pce::evaluate(&r1cs, input, aux).expect("evaluate");
+        assert!(seq == got, "{kind}: the sequential evaluation differs");
         assert_eq!(got.input, want.input, "{kind}: inputs");
         assert_eq!(got.aux, want.aux, "{kind}: aux");
         assert!(

@@ -17,55 +17,87 @@ const ZERO: u8 = 0;
 const ONE: u8 = 1;
 const OTHER: u8 = 2;
 
-fn classify(z: &[Scalar]) -> Vec<u8> {
-    z.par_iter()
-        .map(|v| {
-            if bool::from(v.is_zero()) {
-                ZERO
-            } else if *v == Scalar::ONE {
-                ONE
-            } else {
-                OTHER
-            }
-        })
-        .collect()
+fn class_of(v: &Scalar) -> u8 {
+    if bool::from(v.is_zero()) {
+        ZERO
+    } else if *v == Scalar::ONE {
+        ONE
+    } else {
+        OTHER
+    }
 }
 
-fn spmv(m: &Csr, coeffs: &[Scalar], z: &[Scalar], kind: &[u8]) -> Vec<Scalar> {
-    let mut out = vec![Scalar::ZERO; m.rows()];
-    out.par_chunks_mut(ROWS_PER_TASK)
-        .enumerate()
-        .for_each(|(t, chunk)| {
-            let r0 = t * ROWS_PER_TASK;
-            for (i, slot) in chunk.iter_mut().enumerate() {
-                let r = r0 + i;
-                let (s, e) = (m.row_ptr[r] as usize, m.row_ptr[r + 1] as usize);
-                let mut acc = Scalar::ZERO;
-                for k in s..e {
-                    let col = m.cols[k] as usize;
-                    let ci = m.coeff_idx[k];
-                    match (kind[col], ci) {
-                        (ZERO, _) => {}
-                        (ONE, COEFF_ONE) => acc += Scalar::ONE,
-                        (ONE, COEFF_MINUS_ONE) => acc -= Scalar::ONE,
-                        (ONE, _) => acc += coeffs[ci as usize],
-                        (_, COEFF_ONE) => acc += z[col],
-                        (_, COEFF_MINUS_ONE) => acc -= z[col],
-                        _ => acc += z[col] * coeffs[ci as usize],
-                    }
-                }
-                *slot = acc;
+fn classify(z: &[Scalar], parallel: bool) -> Vec<u8> {
+    if parallel {
+        z.par_iter().map(class_of).collect()
+    } else {
+        z.iter().map(class_of).collect()
+    }
+}
+
+/// Rows `r0..r0 + out.len()` of `m · z`.
+fn spmv_rows(m: &Csr, coeffs: &[Scalar], z: &[Scalar], kind: &[u8], r0: usize, out: &mut [Scalar]) {
+    for (i, slot) in out.iter_mut().enumerate() {
+        let r = r0 + i;
+        let (s, e) = (m.row_ptr[r] as usize, m.row_ptr[r + 1] as usize);
+        let mut acc = Scalar::ZERO;
+        for k in s..e {
+            let col = m.cols[k] as usize;
+            let ci = m.coeff_idx[k];
+            match (kind[col], ci) {
+                (ZERO, _) => {}
+                (ONE, COEFF_ONE) => acc += Scalar::ONE,
+                (ONE, COEFF_MINUS_ONE) => acc -= Scalar::ONE,
+                (ONE, _) => acc += coeffs[ci as usize],
+                (_, COEFF_ONE) => acc += z[col],
+                (_, COEFF_MINUS_ONE) => acc -= z[col],
+                _ => acc += z[col] * coeffs[ci as usize],
             }
-        });
+        }
+        *slot = acc;
+    }
+}
+
+fn spmv(m: &Csr, coeffs: &[Scalar], z: &[Scalar], kind: &[u8], parallel: bool) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; m.rows()];
+    if parallel {
+        out.par_chunks_mut(ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(t, chunk)| spmv_rows(m, coeffs, z, kind, t * ROWS_PER_TASK, chunk));
+    } else {
+        spmv_rows(m, coeffs, z, kind, 0, &mut out);
+    }
     out
 }
 
-/// Builds the full [`Assignment`] from a recorded circuit and a witness.
+/// Builds the full [`Assignment`] from a recorded circuit and a witness, in parallel over
+/// rows on the current rayon pool.
 ///
 /// Errors if the witness does not have the recorded circuit's shape (a stale or foreign
 /// recording).
 #[tracing::instrument(name = "matvec", level = "debug", skip_all, fields(rows = r1cs.num_constraints()))]
 pub fn evaluate(r1cs: &R1cs, input: Vec<Scalar>, aux: Vec<Scalar>) -> Result<Assignment> {
+    evaluate_with(r1cs, input, aux, true)
+}
+
+/// As [`evaluate`], on the calling thread only: for a thread that is one of many building
+/// partitions side by side, where the host's cores are already shared out and handing the
+/// rows to a pool would only queue them behind other partitions' work.
+#[tracing::instrument(name = "matvec", level = "debug", skip_all, fields(rows = r1cs.num_constraints(), parallel = false))]
+pub fn evaluate_sequential(
+    r1cs: &R1cs,
+    input: Vec<Scalar>,
+    aux: Vec<Scalar>,
+) -> Result<Assignment> {
+    evaluate_with(r1cs, input, aux, false)
+}
+
+fn evaluate_with(
+    r1cs: &R1cs,
+    input: Vec<Scalar>,
+    aux: Vec<Scalar>,
+    parallel: bool,
+) -> Result<Assignment> {
     if input.len() != r1cs.num_inputs || aux.len() != r1cs.num_aux {
         return Err(Error::ShapeMismatch(format!(
             "witness has {} inputs and {} aux variables, the recorded circuit {} and {}",
@@ -78,16 +110,26 @@ pub fn evaluate(r1cs: &R1cs, input: Vec<Scalar>, aux: Vec<Scalar>) -> Result<Ass
     let mut z = input;
     let n_in = z.len();
     z.extend_from_slice(&aux);
-    let kind = classify(&z);
-    let (a, (b, c)) = rayon::join(
-        || spmv(&r1cs.a, &r1cs.coeffs, &z, &kind),
-        || {
-            rayon::join(
-                || spmv(&r1cs.b, &r1cs.coeffs, &z, &kind),
-                || spmv(&r1cs.c, &r1cs.coeffs, &z, &kind),
-            )
-        },
-    );
+    let kind = classify(&z, parallel);
+    let (a, (b, c)) = if parallel {
+        rayon::join(
+            || spmv(&r1cs.a, &r1cs.coeffs, &z, &kind, true),
+            || {
+                rayon::join(
+                    || spmv(&r1cs.b, &r1cs.coeffs, &z, &kind, true),
+                    || spmv(&r1cs.c, &r1cs.coeffs, &z, &kind, true),
+                )
+            },
+        )
+    } else {
+        (
+            spmv(&r1cs.a, &r1cs.coeffs, &z, &kind, false),
+            (
+                spmv(&r1cs.b, &r1cs.coeffs, &z, &kind, false),
+                spmv(&r1cs.c, &r1cs.coeffs, &z, &kind, false),
+            ),
+        )
+    };
     z.truncate(n_in);
     Ok(Assignment {
         input: z,

@@ -30,7 +30,7 @@ pub mod witness;
 
 pub use density::Density;
 pub use error::{Error, Result};
-pub use eval::evaluate;
+pub use eval::{evaluate, evaluate_sequential};
 pub use r1cs::{Csr, R1cs};
 pub use recording::{record, RecordingCs};
 pub use synthesis::{synthesize, Assignment, SynthesisCs};

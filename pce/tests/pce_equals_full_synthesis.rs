@@ -5,7 +5,7 @@
 
 use bellpepper_core::{num::AllocatedNum, Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use cuzk_pce::{cache, evaluate, record, synthesize, witness, Error};
+use cuzk_pce::{cache, evaluate, evaluate_sequential, record, synthesize, witness, Error};
 use ff::Field;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -107,8 +107,10 @@ fn pce_matches_full_synthesis_plain() {
         let x = Some(Scalar::random(&mut rng));
         let full = synthesize(Plain(x)).unwrap();
         let (inp, aux) = witness(Plain(x)).unwrap();
+        let seq = evaluate_sequential(&r1cs, inp.clone(), aux.clone()).unwrap();
         let pce = evaluate(&r1cs, inp, aux).unwrap();
         assert_eq!(pce, full);
+        assert_eq!(seq, full, "the sequential evaluation gives the same assignment");
     }
 }
 
@@ -134,6 +136,10 @@ fn pce_matches_full_synthesis_with_extend() {
 fn witness_of_another_shape_is_refused() {
     let r1cs = record(Plain(None)).unwrap();
     let (inp, aux) = witness(Parts(vec![Some(Scalar::ONE); 2])).unwrap();
+    assert!(matches!(
+        evaluate_sequential(&r1cs, inp.clone(), aux.clone()),
+        Err(Error::ShapeMismatch(_))
+    ));
     assert!(matches!(
         evaluate(&r1cs, inp, aux),
         Err(Error::ShapeMismatch(_))

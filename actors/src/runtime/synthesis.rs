@@ -24,8 +24,9 @@ pub(crate) struct SynthesisActor {
     pub scheduler: Addr<SchedulerActor>,
     pub trace: TraceSink,
     pub track: String,
-    /// The engine's synthesis pool, for synthesis's parallel loops (a witness in pieces,
-    /// the constraint evaluation). A sequential witness runs on the worker's own thread:
+    /// The engine's synthesis pool, for the parallel loops of a partition synthesised alone
+    /// (a witness in pieces, the constraint evaluation). Beside other partitions, both run
+    /// on the worker's own thread:
     /// in the pool, a thread waiting for its loop's other halves could take up another
     /// worker's whole witness and delay its own partition by as long (measured: two GPUs
     /// fell from 26 to 16-19 proofs per second).
@@ -195,8 +196,18 @@ fn synthesize(
                             }
                         })
                         .map_err(|e| Failure::from_engine(&e))?;
-                    info_span!("matvec")
-                        .in_scope(|| pool.install(|| cuzk_engine::pce::evaluate(r1cs, input, aux)))
+                    // Alone, the rows spread over the pool; beside other partitions, on this
+                    // worker's thread: in one shared pool every worker's rows queued behind
+                    // the others', and 32 workers on two GPUs spent twice as long per
+                    // partition as on one (docs/benchmarks.md, stop 14).
+                    info_span!("matvec", parallel)
+                        .in_scope(|| {
+                            if parallel {
+                                pool.install(|| cuzk_engine::pce::evaluate(r1cs, input, aux))
+                            } else {
+                                cuzk_engine::pce::evaluate_sequential(r1cs, input, aux)
+                            }
+                        })
                         .map_err(|e| {
                             Failure::new(
                                 FailureCause::Synthesis,
