@@ -1,5 +1,11 @@
 //! The `cuzk` command line: prove, verify, generate inputs and parameters, benchmark.
 
+/// mimalloc instead of the system allocator: witness synthesis allocates and frees heavily on
+/// many threads at once, and with glibc's allocator two GPUs proved 26-28 mixed proofs per
+/// second against 30-31 with mimalloc, on the same machine (docs/benchmarks.md, stop 14).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
