@@ -5,8 +5,34 @@
 //! this test fails, on purpose: broken CUDA must not land silently.
 
 use cuzk_kernels::compile::{
-    compile_all, compile_module, ensure_nvrtc, nvrtc_version, KernelModule, MODULES,
+    compile_module, ensure_nvrtc, nvrtc_version, KernelModule, MODULES, MSM_G1, MSM_G1_ACCUMULATE,
+    MSM_G2, MSM_G2_ACCUMULATE,
 };
+
+/// MSM kernels the host launches from [`MSM_G1`] / [`MSM_G2`] (before the `_g1`/`_g2` suffix).
+const MSM_KERNELS: &[&str] = &[
+    "msm_scalars",
+    "msm_histogram",
+    "msm_block_sums",
+    "msm_scan",
+    "msm_parts",
+    "msm_part_bucket",
+    "msm_scatter",
+    "msm_tree_round",
+    "msm_combine",
+    "msm_segments",
+    "msm_sum_groups",
+    "curve_test_ops",
+    "curve_madd_rate",
+];
+
+/// Whether the CUBIN (an ELF file) names `symbol`: its string tables hold each kernel's name,
+/// NUL-terminated.
+fn names(cubin: &[u8], symbol: &str) -> bool {
+    let mut want = symbol.as_bytes().to_vec();
+    want.push(0);
+    cubin.windows(want.len()).any(|w| w == want.as_slice())
+}
 
 #[test]
 fn kernels_compile_for_sm_90() {
@@ -15,13 +41,59 @@ fn kernels_compile_for_sm_90() {
     }
     let (major, minor) = nvrtc_version().unwrap_or_else(|e| panic!("{e}"));
     let t = std::time::Instant::now();
-    let compiled = compile_all("sm_90").unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(compiled.len(), MODULES.len());
-    for (name, bytes) in compiled {
-        println!("nvrtc {major}.{minor}: {name} -> {bytes} bytes of CUBIN for sm_90");
-        assert!(bytes > 0, "{name}: empty CUBIN");
+    let mut cubins = Vec::with_capacity(MODULES.len());
+    for m in MODULES {
+        let cubin = compile_module(m, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        println!(
+            "nvrtc {major}.{minor}: {} -> {} bytes of CUBIN for sm_90",
+            m.name,
+            cubin.len()
+        );
+        assert!(!cubin.is_empty(), "{}: empty CUBIN", m.name);
+        cubins.push((m.name, cubin));
     }
     println!("all modules in {:.1?}", t.elapsed());
+
+    // The MSM is split over two modules per curve: every kernel the host looks up must be
+    // in the module it looks in, and msm_accumulate only in the inlined one.
+    let cubin = |m: &KernelModule| {
+        &cubins
+            .iter()
+            .find(|(n, _)| *n == m.name)
+            .unwrap_or_else(|| panic!("{} is not in MODULES", m.name))
+            .1
+    };
+    for (main, acc, suffix) in [
+        (&MSM_G1, &MSM_G1_ACCUMULATE, "_g1"),
+        (&MSM_G2, &MSM_G2_ACCUMULATE, "_g2"),
+    ] {
+        for k in MSM_KERNELS {
+            let name = format!("{k}{suffix}");
+            assert!(names(cubin(main), &name), "{}: no {name}", main.name);
+        }
+        let accumulate = format!("msm_accumulate{suffix}");
+        assert!(
+            names(cubin(acc), &accumulate),
+            "{}: no {accumulate}",
+            acc.name
+        );
+        assert!(
+            names(cubin(acc), &format!("curve_madd_rate{suffix}")),
+            "{}: no rate probe",
+            acc.name
+        );
+        assert!(
+            !names(cubin(main), &accumulate),
+            "{}: {accumulate} belongs to {} only",
+            main.name,
+            acc.name
+        );
+        assert!(
+            !names(cubin(acc), &format!("msm_scatter{suffix}")),
+            "{}: holds more than the accumulation",
+            acc.name
+        );
+    }
 }
 
 #[test]

@@ -110,7 +110,10 @@ fn pce_matches_full_synthesis_plain() {
         let seq = evaluate_sequential(&r1cs, inp.clone(), aux.clone()).unwrap();
         let pce = evaluate(&r1cs, inp, aux).unwrap();
         assert_eq!(pce, full);
-        assert_eq!(seq, full, "the sequential evaluation gives the same assignment");
+        assert_eq!(
+            seq, full,
+            "the sequential evaluation gives the same assignment"
+        );
     }
 }
 
