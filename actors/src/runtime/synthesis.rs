@@ -198,8 +198,8 @@ fn synthesize(
                         .map_err(|e| Failure::from_engine(&e))?;
                     // Alone, the rows spread over the pool; beside other partitions, on this
                     // worker's thread: in one shared pool every worker's rows queued behind
-                    // the others', and 32 workers on two GPUs spent twice as long per
-                    // partition as on one (docs/benchmarks.md, stop 14).
+                    // the others' (two GPUs, mixed stream: 24.7-26.1 proofs/s against
+                    // 26.2-27.5 on the worker's thread; docs/benchmarks.md, stop 14).
                     info_span!("matvec", parallel)
                         .in_scope(|| {
                             if parallel {
