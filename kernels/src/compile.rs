@@ -2,7 +2,8 @@
 //!
 //! Every module is a concatenation of embedded `.cuh`/`.cu` sources (NVRTC sees no
 //! include path and no standard headers) after a few `#define`s. [`compile_module`]
-//! needs NVRTC but no GPU, which is how CI checks every kernel ([`compile_all`]).
+//! needs NVRTC but no GPU, which is how CI checks every module of [`MODULES`] (the
+//! `kernels_compile` test).
 
 use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
@@ -211,15 +212,6 @@ impl Drop for Program {
         // SAFETY: the program was created by create_program and is destroyed once.
         let _ = unsafe { nvrtc_result::destroy_program(self.0) };
     }
-}
-
-/// Compiles every module in [`MODULES`] for `arch`; returns (name, CUBIN bytes) per module.
-/// Needs NVRTC but no GPU. Stops at the first failure, whose error carries NVRTC's log.
-pub fn compile_all(arch: &str) -> Result<Vec<(&'static str, usize)>> {
-    MODULES
-        .iter()
-        .map(|m| compile_module(m, arch).map(|c| (m.name, c.len())))
-        .collect()
 }
 
 /// 128-bit FNV-1a: a stable content hash for cache keys (not for security).

@@ -25,11 +25,11 @@ pub(crate) struct SynthesisActor {
     pub trace: TraceSink,
     pub track: String,
     /// The engine's synthesis pool, for the parallel loops of a partition synthesised alone
-    /// (a witness in pieces, the constraint evaluation). Beside other partitions, both run
-    /// on the worker's own thread:
-    /// in the pool, a thread waiting for its loop's other halves could take up another
-    /// worker's whole witness and delay its own partition by as long (measured: two GPUs
-    /// fell from 26 to 16-19 proofs per second).
+    /// (a witness in pieces, the constraint evaluation). Beside other partitions both run
+    /// on the worker's own thread. A sequential witness inside the pool let a thread waiting
+    /// for its loop's other halves take up another worker's whole witness (two GPUs fell
+    /// from 26 to 16-19 proofs per second); evaluations in the pool queued behind each
+    /// other (stop 14).
     pub pool: Arc<rayon::ThreadPool>,
 }
 
