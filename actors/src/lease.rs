@@ -136,6 +136,11 @@ impl LeaseTable {
         Ok(lease)
     }
 
+    /// Whether `id` is active (granted and not yet released).
+    pub fn is_active(&self, id: LeaseId) -> bool {
+        self.leases.contains_key(&id)
+    }
+
     /// Removes a device (lost or quarantined) and returns its active leases, now ended, so
     /// their partitions can be queued again.
     pub fn remove_device(&mut self, device: DeviceId) -> Vec<Lease> {

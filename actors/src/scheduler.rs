@@ -7,6 +7,10 @@
 //! - I1/I2 through the [`LeaseTable`];
 //! - I3: each partition of an accepted job is recorded done exactly once, or the job ends
 //!   failed or cancelled; results of revoked or cancelled leases are discarded;
+//! - a lease whose device finished its part ([`SchedulerCore::left_device`]) no longer holds
+//!   the device (its slot and VRAM are free for the next partition) but its partition's
+//!   result is still pending: it is recorded, discarded or retried by
+//!   [`SchedulerCore::complete`] exactly as for an active lease, so I3 holds unchanged;
 //! - I5: a device asking for work gets the highest-priority waiting partition it may run
 //!   (first come first served within a priority). A partition that failed on a device waits
 //!   for another device when there is one, so a lower-priority partition may run on the
@@ -112,6 +116,9 @@ type QueueKey = (Reverse<Priority>, u64, JobId, usize);
 pub struct SchedulerCore<T> {
     limits: Limits,
     leases: LeaseTable,
+    /// Leases whose device has finished its part, and whose result is being checked on the
+    /// host: out of the lease table, not yet completed.
+    checking: HashMap<LeaseId, Lease>,
     waiting: BTreeSet<QueueKey>,
     avoid: HashMap<(JobId, usize), DeviceId>,
     jobs: HashMap<JobId, Job<T>>,
@@ -130,6 +137,7 @@ impl<T: Clone> SchedulerCore<T> {
         SchedulerCore {
             limits,
             leases,
+            checking: HashMap::new(),
             waiting: BTreeSet::new(),
             avoid: HashMap::new(),
             jobs: HashMap::new(),
@@ -254,16 +262,53 @@ impl<T: Clone> SchedulerCore<T> {
         Some(lease)
     }
 
-    /// Records a partition's result (or error) and ends its lease.
+    /// The device holding `lease` has finished its part of the partition (its result is
+    /// computed and now checked on the host): the lease leaves the lease table, so the
+    /// device's slot and VRAM are free for its next partition, while the partition's result
+    /// stays pending until [`complete`](Self::complete) (which accepts, discards or retries it
+    /// exactly as for an active lease) or the lease's timeout. Returns false, changing
+    /// nothing, for a lease that is not active (revoked, withdrawn, already left).
+    pub fn left_device(&mut self, lease: LeaseId) -> bool {
+        match self.leases.release(lease) {
+            Ok(l) => {
+                self.checking.insert(lease, l);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether `lease` still counts: active on its device, or left it with its result
+    /// pending ([`left_device`](Self::left_device)).
+    pub fn is_pending(&self, lease: LeaseId) -> bool {
+        self.checking.contains_key(&lease) || self.leases.is_active(lease)
+    }
+
+    /// Leases whose device has finished its part and whose result is pending.
+    pub fn checking(&self) -> usize {
+        self.checking.len()
+    }
+
+    /// Ends `lease`, active or left its device, and returns it; `None` when it ended already.
+    fn end_lease(&mut self, lease: LeaseId) -> Option<Lease> {
+        let l = match self.leases.release(lease) {
+            Ok(l) => Some(l),
+            Err(_) => self.checking.remove(&lease),
+        };
+        self.lease_started.remove(&lease);
+        l
+    }
+
+    /// Records a partition's result (or error) and ends its lease (active, or left its
+    /// device with the result pending).
     pub fn complete(
         &mut self,
         lease: LeaseId,
         result: std::result::Result<T, Failure>,
     ) -> Completion {
-        let Ok(l) = self.leases.release(lease) else {
+        let Some(l) = self.end_lease(lease) else {
             return Completion::Discarded; // revoked (timeout, lost device) earlier
         };
-        self.lease_started.remove(&lease);
         let Some(job) = self.jobs.get_mut(&l.job) else {
             return Completion::Discarded;
         };
@@ -399,8 +444,7 @@ impl<T: Clone> SchedulerCore<T> {
             .collect();
         let mut out = Vec::new();
         for id in stale {
-            if let Ok(l) = self.leases.release(id) {
-                self.lease_started.remove(&id);
+            if let Some(l) = self.end_lease(id) {
                 *self.failures.entry(l.device).or_insert(0) += 1;
                 let why = Failure::new(
                     FailureCause::Device,

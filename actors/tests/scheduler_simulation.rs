@@ -412,3 +412,62 @@ fn withdrawn_leases_end_without_an_attempt_and_lose_no_partition() {
         Some(JobOutcome::Completed(vec![7]))
     );
 }
+
+/// A lease whose device has finished its part (`left_device`: the proof is verified on the
+/// host) frees the device's slot and VRAM at once, so the device is granted its next
+/// partition while the check runs; the partition's result still counts exactly once: a
+/// failed check retries it, a second report is discarded, and a check that never ends is
+/// revoked by the lease timeout like a hung device.
+#[test]
+fn a_lease_that_left_its_device_frees_it_and_its_result_counts_once() {
+    let mut t = LeaseTable::new();
+    t.add_device(dev(1), 10, 1).unwrap(); // room for one partition at a time
+    let mut core: SchedulerCore<u32> = SchedulerCore::new(t, limits());
+    let job = core
+        .submit(JobSpec {
+            priority: Priority::Normal,
+            partitions: 3,
+            vram_per_partition: 10,
+        })
+        .unwrap();
+    let now = Instant::now();
+    let l1 = core.next_for(dev(1), now).unwrap();
+    assert!(core.next_for(dev(1), now).is_none(), "the device is full");
+    assert!(core.left_device(l1.id));
+    assert!(!core.left_device(l1.id), "a lease leaves its device once");
+    assert!(core.is_pending(l1.id));
+    assert_eq!((core.leases().reserved(dev(1)), core.checking()), (0, 1));
+    let l2 = core
+        .next_for(dev(1), now)
+        .expect("the device is free while the first proof is checked");
+    assert_eq!((l2.job, l2.partition), (job, 1));
+    // the first proof does not verify: its partition runs again
+    let bad = Failure::new(FailureCause::Verification, "does not verify");
+    assert_eq!(core.complete(l1.id, Err(bad)), Completion::Accepted);
+    assert!(!core.is_pending(l1.id));
+    assert_eq!(core.complete(l1.id, Ok(0)), Completion::Discarded);
+    assert!(core.left_device(l2.id));
+    assert_eq!(core.complete(l2.id, Ok(1)), Completion::Accepted);
+    let l3 = core.next_for(dev(1), now).unwrap();
+    assert_eq!(l3.partition, 0, "the failed partition is first again");
+    assert!(core.left_device(l3.id));
+    // its check never ends: the lease times out and the partition is queued again
+    let revoked = core.expire(now + Duration::from_millis(301));
+    assert_eq!(revoked.iter().map(|l| l.id).collect::<Vec<_>>(), vec![l3.id]);
+    assert_eq!(core.checking(), 0);
+    assert_eq!(core.complete(l3.id, Ok(0)), Completion::Discarded);
+    let mut left = vec![0, 2];
+    while let Some(l) = core.next_for(dev(1), now) {
+        left.retain(|p| *p != l.partition);
+        assert!(core.left_device(l.id));
+        assert_eq!(
+            core.complete(l.id, Ok(l.partition as u32)),
+            Completion::Accepted
+        );
+    }
+    assert!(left.is_empty(), "partitions {left:?} never ran again");
+    assert_eq!(
+        core.take_outcome(job),
+        Some(JobOutcome::Completed(vec![0, 1, 2]))
+    );
+}

@@ -1,6 +1,7 @@
 //! The device actor: one per physical device, alone on its own named OS thread, the only code
 //! that can reach its device. It opens the device on that thread (a CUDA context is bound
-//! there), pulls leases from the scheduler when it has room, proves, verifies, reports.
+//! there), pulls leases from the scheduler when it has room, proves, and hands each proof to
+//! its verification threads, which verify it and report it while the device goes on.
 //!
 //! Pipelining: a device whose driver allows a depth of 2 holds up to two leases. It proves
 //! them one at a time, in the order granted, and names the second to its worker while the
@@ -16,12 +17,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::{Actor, Addr, AsyncContext, Context, Handler, Message, System};
-use bellperson::groth16::verify_proof;
+use bellperson::groth16::{verify_proof, Proof};
+use blstrs::{Bls12, Scalar};
+use cuzk_engine::Srs;
 use tracing::{debug, info_span, warn};
 
 use super::scheduler::SchedulerActor;
 use super::{
-    Began, DeviceDown, Done, Pull, PullHandled, Run, Shared, StopDevice, Withdraw, Withdrawn,
+    Began, DeviceDown, Done, LeftDevice, Pull, PullHandled, Run, Shared, StopDevice, Withdraw,
+    Withdrawn,
 };
 use crate::device::DeviceInfo;
 use crate::driver::{DeviceDriver, DeviceFault, DeviceWorker, Proved};
@@ -38,9 +42,10 @@ pub(crate) struct DeviceActor {
     shared: Arc<Shared>,
     trace: TraceSink,
     verify: bool,
-    /// Threads of this device's own for verifying its proofs (bellperson's verifier spawns
-    /// rayon tasks: on the global pool they would queue behind synthesis work, and the device
-    /// would wait). `None` when it could not be started: the global pool is used then.
+    /// Threads of this device's own that verify, encode and report its proofs while it
+    /// proves the next partition (bellperson's verifier spawns rayon tasks: on the global
+    /// pool they would queue behind synthesis work). `None` when the engine does not verify,
+    /// or the pool could not be started: proofs are then checked on the device's thread.
     verifier: Option<rayon::ThreadPool>,
     lost: bool,
     /// Leases the device may hold at once (the driver's pipeline depth).
@@ -136,13 +141,11 @@ impl DeviceActor {
         }
     }
 
-    fn attempt(
-        &mut self,
-        run: Run,
-        next: Option<&crate::work::PartitionWork>,
-    ) -> std::result::Result<Vec<u8>, DeviceFault> {
+    /// The device's part of one attempt: proving. A proof to verify comes back as
+    /// [`Attempt::Check`]; everything else is the attempt's outcome.
+    fn attempt(&mut self, run: Run, next: Option<&crate::work::PartitionWork>) -> Attempt {
         let Some(worker) = self.worker.as_mut() else {
-            return Err(DeviceFault::Lost("device is not open".into()));
+            return Attempt::Finished(Err(DeviceFault::Lost("device is not open".into())));
         };
         let (job, partition) = (run.work.job, run.work.partition);
         let check = match &run.work.payload {
@@ -151,43 +154,86 @@ impl DeviceActor {
             } => Some((srs.clone(), public_inputs.clone())),
             Payload::Simulated { .. } => None,
         };
-        let proved =
-            catch_unwind(AssertUnwindSafe(|| worker.prove(run.work, next))).map_err(|p| {
+        let proved = match catch_unwind(AssertUnwindSafe(|| worker.prove(run.work, next))) {
+            Ok(Ok(p)) => p,
+            Ok(Err(fault)) => return Attempt::Finished(Err(fault)),
+            Err(p) => {
                 let msg = p
                     .downcast_ref::<String>()
                     .cloned()
                     .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "unknown panic".into());
-                DeviceFault::Failed(format!("panicked: {msg}"))
-            })??;
+                return Attempt::Finished(Err(DeviceFault::Failed(format!("panicked: {msg}"))));
+            }
+        };
         match (proved, check) {
             (Proved::Groth16(proof), Some((srs, inputs))) => {
-                if self.verify {
-                    let check = || verify_proof(&srs.pvk, &proof, &inputs);
-                    let ok = info_span!("verify", device = %self.info.id, job, partition).in_scope(
-                        || match &self.verifier {
-                            Some(pool) => pool.install(check),
-                            None => check(),
-                        },
-                    );
-                    if !matches!(ok, Ok(true)) {
-                        return Err(DeviceFault::Unverified(format!(
-                            "partition {partition} of job {job} proved on {}",
-                            self.info.id
-                        )));
-                    }
-                }
-                let mut bytes = Vec::with_capacity(192);
-                proof
-                    .write(&mut bytes)
-                    .map_err(|e| DeviceFault::Failed(format!("cannot encode proof: {e}")))?;
-                Ok(bytes)
+                let check = Check {
+                    device: self.info.id,
+                    job,
+                    partition,
+                    proof,
+                    srs,
+                    inputs,
+                    verify: self.verify,
+                };
+                Attempt::Check(Box::new(check))
             }
-            (Proved::Simulated, None) => Ok(simulated_token(job, partition)),
-            _ => Err(DeviceFault::WrongAnswer(
+            (Proved::Simulated, None) => Attempt::Finished(Ok(simulated_token(job, partition))),
+            _ => Attempt::Finished(Err(DeviceFault::WrongAnswer(
                 "the device answered a different kind of work than it was given".into(),
-            )),
+            ))),
         }
+    }
+}
+
+/// What the device's part of an attempt produced.
+enum Attempt {
+    /// The attempt's outcome, ready to report.
+    Finished(std::result::Result<Vec<u8>, DeviceFault>),
+    /// A proof still to be verified and encoded, which needs the host only.
+    Check(Box<Check>),
+}
+
+/// A partition proof on its way from the device to the scheduler: verified (when the engine
+/// verifies) and encoded on the host, beside the device's next partition.
+struct Check {
+    device: crate::device::DeviceId,
+    job: u64,
+    partition: usize,
+    proof: Proof<Bls12>,
+    srs: Arc<Srs>,
+    inputs: Vec<Scalar>,
+    verify: bool,
+}
+
+impl Check {
+    /// Verifies (when asked) and encodes the proof: the attempt's outcome. A proof that does
+    /// not verify is never passed on.
+    fn run(self) -> std::result::Result<Vec<u8>, DeviceFault> {
+        let Check {
+            device,
+            job,
+            partition,
+            proof,
+            srs,
+            inputs,
+            verify,
+        } = self;
+        if verify {
+            let ok = info_span!("verify", device = %device, job, partition)
+                .in_scope(|| verify_proof(&srs.pvk, &proof, &inputs));
+            if !matches!(ok, Ok(true)) {
+                return Err(DeviceFault::Unverified(format!(
+                    "partition {partition} of job {job} proved on {device}"
+                )));
+            }
+        }
+        let mut bytes = Vec::with_capacity(192);
+        proof
+            .write(&mut bytes)
+            .map_err(|e| DeviceFault::Failed(format!("cannot encode proof: {e}")))?;
+        Ok(bytes)
     }
 }
 
@@ -297,6 +343,14 @@ impl Handler<Process> for DeviceActor {
 impl DeviceActor {
     /// Proves one leased partition (naming the next queued one to the worker), reports it,
     /// and asks for another lease.
+    ///
+    /// A proof to verify leaves the device before it is checked: the scheduler learns at once
+    /// that the device is free (`LeftDevice`, which frees its lease slot and VRAM while the
+    /// result stays pending), the device asks for its next lease, and the proof is verified
+    /// and encoded on this device's verification threads, which report it (`Done`). The next
+    /// partition's kernels do not wait for the host's checks, and the lease table has room to
+    /// grant the partition after next in time to upload it ahead. Without verification
+    /// threads the check runs here, before the report, as it must be reported either way.
     fn run(&mut self, run: Run) {
         let (job, partition, lease) = (run.work.job, run.work.partition, run.lease.id);
         let device = self.info.id;
@@ -307,44 +361,102 @@ impl DeviceActor {
         }
         self.scheduler.do_send(Began(lease));
         let t0 = Instant::now();
-        let result = if self.lost {
-            Err(DeviceFault::Lost("device was lost earlier".into()))
+        let attempt = if self.lost {
+            Attempt::Finished(Err(DeviceFault::Lost("device was lost earlier".into())))
         } else {
             let queue = std::mem::take(&mut self.queue);
-            let r = self.attempt(run, queue.front().map(|r| &r.work));
+            let a = self.attempt(run, queue.front().map(|r| &r.work));
             self.queue = queue;
-            r
+            a
         };
         let took = t0.elapsed();
-        let outcome = match &result {
-            Ok(_) => "ok".to_string(),
-            Err(f) => f.to_string(),
+        let report = Report {
+            scheduler: self.scheduler.clone(),
+            shared: self.shared.clone(),
+            device,
+            lease,
+            job,
+            partition,
+            took,
         };
-        self.trace
-            .slice(&self.track, "prove", t0, job, Some(partition), outcome);
-        if let Some(mut live) = self.shared.devices.get_mut(&device) {
+        match attempt {
+            Attempt::Check(check) => {
+                self.trace
+                    .slice(&self.track, "prove", t0, job, Some(partition), "proved");
+                report.left_device();
+                match &self.verifier {
+                    Some(pool) => pool.spawn(move || {
+                        let result = check.run();
+                        report.done(result);
+                    }),
+                    None => report.done(check.run()),
+                }
+            }
+            Attempt::Finished(result) => {
+                let outcome = match &result {
+                    Ok(_) => "ok".to_string(),
+                    Err(f) => f.to_string(),
+                };
+                self.trace
+                    .slice(&self.track, "prove", t0, job, Some(partition), outcome);
+                if matches!(result, Err(DeviceFault::Lost(_))) {
+                    self.lost = true;
+                    self.worker = None;
+                }
+                if let Some(mut live) = self.shared.devices.get_mut(&device) {
+                    live.current = None;
+                    live.busy += took;
+                }
+                report.done(result);
+            }
+        }
+        if !self.lost {
+            self.pull();
+        }
+    }
+}
+
+/// How an attempt is reported, from the device's thread or a verification thread.
+struct Report {
+    scheduler: Addr<SchedulerActor>,
+    shared: Arc<Shared>,
+    device: crate::device::DeviceId,
+    lease: crate::lease::LeaseId,
+    job: u64,
+    partition: usize,
+    /// Time the device spent on the attempt.
+    took: std::time::Duration,
+}
+
+impl Report {
+    /// The device is done with the lease; its result is checked elsewhere.
+    fn left_device(&self) {
+        if let Some(mut live) = self.shared.devices.get_mut(&self.device) {
             live.current = None;
-            live.busy += took;
+            live.busy += self.took;
+        }
+        self.scheduler.do_send(LeftDevice {
+            device: self.device,
+            lease: self.lease,
+        });
+    }
+
+    /// The attempt's outcome.
+    fn done(self, result: std::result::Result<Vec<u8>, DeviceFault>) {
+        if let Some(mut live) = self.shared.devices.get_mut(&self.device) {
             match &result {
                 Ok(_) => live.partitions_ok += 1,
                 Err(_) => live.partitions_failed += 1,
             }
         }
-        if matches!(result, Err(DeviceFault::Lost(_))) {
-            self.lost = true;
-            self.worker = None;
-        }
         self.scheduler.do_send(Done {
-            device,
-            lease,
-            job,
-            partition,
+            device: self.device,
+            lease: self.lease,
+            job: self.job,
+            partition: self.partition,
             result,
-            took,
+            took: self.took,
         });
-        if !self.lost {
-            self.pull();
-        }
     }
 }
 

@@ -239,7 +239,19 @@ impl Message for Withdrawn {
     type Result = ();
 }
 
-/// Device -> scheduler: a lease's outcome.
+/// Device -> scheduler: the device has finished its part of this lease; the proof is being
+/// verified on the host, and its outcome comes with `Done`. Sent before the device's next
+/// `Pull` (messages from one thread arrive in the order sent), so that `Pull` finds the
+/// device's lease slot and VRAM free.
+pub(crate) struct LeftDevice {
+    pub device: DeviceId,
+    pub lease: LeaseId,
+}
+impl Message for LeftDevice {
+    type Result = ();
+}
+
+/// Device (or its verification threads) -> scheduler: a lease's outcome.
 pub(crate) struct Done {
     pub device: DeviceId,
     pub lease: LeaseId,

@@ -13,13 +13,13 @@ use cuzk_engine::circuits::PartitionCircuit;
 use cuzk_engine::pce::R1cs;
 use cuzk_engine::{Srs, SrsStore};
 use futures::channel::oneshot;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
-    Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, Prepare, Prepared,
-    Pull, PullHandled, Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize,
+    Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, LeftDevice, Prepare,
+    Prepared, Pull, PullHandled, Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize,
     Synthesized, Withdraw, Withdrawn,
 };
 use crate::device::{DeviceId, DeviceInfo};
@@ -907,18 +907,28 @@ impl Handler<Pull> for SchedulerActor {
     }
 }
 
+impl Handler<LeftDevice> for SchedulerActor {
+    type Result = ();
+
+    /// The device is free for its next partition; the partition's result is still pending
+    /// (its job still counts it as on a device until `Done`). Its input was consumed.
+    fn handle(&mut self, msg: LeftDevice, _ctx: &mut Self::Context) {
+        let bytes = self.on_device.remove(&msg.lease).unwrap_or(0);
+        self.host_used = self.host_used.saturating_sub(bytes);
+        if !self.core.left_device(msg.lease) {
+            debug!(device = %msg.device, lease = msg.lease.0, "a lease no longer active left its device");
+        }
+        self.after_change();
+    }
+}
+
 impl Handler<Done> for SchedulerActor {
     type Result = ();
 
     fn handle(&mut self, msg: Done, _ctx: &mut Self::Context) {
         let bytes = self.on_device.remove(&msg.lease).unwrap_or(0);
         self.host_used = self.host_used.saturating_sub(bytes);
-        let active = self
-            .core
-            .leases()
-            .active_on(msg.device)
-            .iter()
-            .any(|l| l.id == msg.lease);
+        let active = self.core.is_pending(msg.lease);
         if let Some(e) = self.jobs.get_mut(&msg.job) {
             if active {
                 e.on_device = e.on_device.saturating_sub(1);
