@@ -395,8 +395,8 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             for (k, (t, j)) in &report.latency {
                 println!(
                     "  {k}: {:.1} ms from submit to verified proof (one job alone, median of 3): \
-                     {:.1} ms to reach a device (synthesis {:.1} ms), {:.1} ms on it \
-                     (verification included), {:.1} ms the rest",
+                     {:.1} ms to reach a device (synthesis {:.1} ms), {:.1} ms on it, \
+                     {:.1} ms the rest (verification included)",
                     ms(*t),
                     ms(j.queue_wait),
                     ms(j.synthesis),

@@ -168,8 +168,9 @@ pub struct JobTimings {
     pub srs_load: Duration,
     /// Synthesis, summed over partitions (including re-synthesis after failures).
     pub synthesis: Duration,
-    /// Device time, summed over partition attempts (including verification, which the device
-    /// waits for).
+    /// Device time, summed over partition attempts. Verifying a proof is not in it: that
+    /// runs on the host after the proof has left its device, beside the device's next
+    /// partition, and counts in `total`.
     pub gpu_compute: Duration,
     /// Submission to result.
     pub total: Duration,
