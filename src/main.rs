@@ -108,7 +108,7 @@ enum Cmd {
         trace: Option<PathBuf>,
         /// OS niceness of the synthesis threads (0 = as the process), so that device threads
         /// get a core first when the host is full.
-        #[arg(long, default_value_t = cuzk_actors::DEFAULT_SYNTHESIS_NICENESS, value_parser = clap::value_parser!(i32).range(0..=19))]
+        #[arg(long, default_value_t = cuzk_actors::DEFAULT_SYNTHESIS_NICENESS, value_parser = clap::value_parser!(i32).range(0..=i64::from(cuzk_actors::MAX_SYNTHESIS_NICENESS)))]
         synthesis_niceness: i32,
     },
     /// Verify proof bytes against a request file.

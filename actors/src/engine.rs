@@ -61,6 +61,10 @@ impl std::fmt::Debug for DeviceChoice {
 /// The synthesis threads' default OS niceness ([`EngineConfig::synthesis_niceness`]).
 pub const DEFAULT_SYNTHESIS_NICENESS: i32 = 10;
 
+/// The highest niceness the OS gives a thread: front ends accept 0 to this for
+/// [`EngineConfig::synthesis_niceness`], and the engine clamps larger values to it.
+pub const MAX_SYNTHESIS_NICENESS: i32 = 19;
+
 /// How the engine is set up.
 #[derive(Clone)]
 pub struct EngineConfig {

@@ -75,7 +75,7 @@ fn spmv(m: &Csr, coeffs: &[Scalar], z: &[Scalar], kind: &[u8], parallel: bool) -
 ///
 /// Errors if the witness does not have the recorded circuit's shape (a stale or foreign
 /// recording).
-#[tracing::instrument(name = "matvec", level = "debug", skip_all, fields(rows = r1cs.num_constraints()))]
+#[tracing::instrument(name = "pce_evaluate", level = "debug", skip_all, fields(rows = r1cs.num_constraints()))]
 pub fn evaluate(r1cs: &R1cs, input: Vec<Scalar>, aux: Vec<Scalar>) -> Result<Assignment> {
     evaluate_with(r1cs, input, aux, true)
 }
@@ -83,7 +83,7 @@ pub fn evaluate(r1cs: &R1cs, input: Vec<Scalar>, aux: Vec<Scalar>) -> Result<Ass
 /// As [`evaluate`], on the calling thread only: for a thread that is one of many building
 /// partitions side by side, where the host's cores are already shared out and handing the
 /// rows to a pool would only queue them behind other partitions' work.
-#[tracing::instrument(name = "matvec", level = "debug", skip_all, fields(rows = r1cs.num_constraints(), parallel = false))]
+#[tracing::instrument(name = "pce_evaluate", level = "debug", skip_all, fields(rows = r1cs.num_constraints(), parallel = false))]
 pub fn evaluate_sequential(
     r1cs: &R1cs,
     input: Vec<Scalar>,

@@ -421,9 +421,10 @@ impl DaemonConfig {
                 self.devices.pipeline_depth
             ));
         }
-        if !(0..=19).contains(&self.devices.synthesis_niceness) {
+        let max = cuzk_actors::MAX_SYNTHESIS_NICENESS;
+        if !(0..=max).contains(&self.devices.synthesis_niceness) {
             return Err(format!(
-                "devices.synthesis_niceness = {} must be 0 to 19",
+                "devices.synthesis_niceness = {} must be 0 to {max}",
                 self.devices.synthesis_niceness
             ));
         }

@@ -53,7 +53,7 @@ pub(crate) fn lower_this_thread(niceness: i32) {
     #[cfg(target_os = "linux")]
     {
         let tid = rustix::thread::gettid();
-        if let Err(e) = rustix::process::setpriority_process(Some(tid), niceness.min(19)) {
+        if let Err(e) = rustix::process::setpriority_process(Some(tid), niceness.min(crate::engine::MAX_SYNTHESIS_NICENESS)) {
             tracing::warn!(niceness, error = %e, "cannot lower a synthesis thread's priority");
         }
     }
