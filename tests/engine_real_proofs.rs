@@ -15,6 +15,9 @@ use cuzk::{
     ProveOptions, Randomness, SubmitOptions,
 };
 
+/// Two kinds on two mock devices, one failing every other partition: every proof verifies,
+/// equals the single-request pipeline's with the same r and s, and was proved on a device
+/// that had its circuit preloaded.
 #[test]
 fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
     let kinds = [ProofKind::WinningPost, ProofKind::WindowPost];
@@ -78,6 +81,19 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
         iv.iter().any(|i| i.outcome == "failed"),
         "the failing device failed some partitions, which were proved again elsewhere"
     );
+    // Each circuit's parameters reach every device before its first partition there
+    // (`Preload`, sent when they are loaded), whichever device proves what.
+    let cold: Vec<_> = iv.iter().filter(|i| !i.preloaded).collect();
+    assert!(
+        cold.is_empty(),
+        "partitions on devices without their circuit preloaded: {cold:#?}"
+    );
+    for d in [devs[0].id, devs[1].id] {
+        assert!(
+            iv.iter().any(|i| i.device == d),
+            "device {d} proved nothing: {iv:#?}"
+        );
+    }
 }
 
 /// A device that returns wrong proofs is caught by verification: with a healthy device

@@ -303,6 +303,44 @@ fn synthetic_circuits_gpu_matches_cpu_and_bellperson() {
     assert!(cases.iter().all(|c| gpu.is_resident(&c.srs)));
 }
 
+/// Preloading (what a device actor does when a circuit's parameters are loaded) uploads them
+/// only where they fit beside the resident circuits, never evicting one; preloaded
+/// parameters prove the same bytes as the CPU, and a refused preload changes nothing.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn preload_uploads_parameters_only_where_nothing_is_evicted() {
+    let mut rng = ChaCha8Rng::seed_from_u64(78);
+    let p = case(&mut rng, 3000, 2, 10);
+    let q = case(&mut rng, 5000, 4, 0);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let opts = fixed(r, s);
+    let want_p = prove_circuit(&p.srs, &mut CpuBackend, p.circuit.clone(), &opts)
+        .map(|(p, _)| bytes(&p))
+        .expect("CPU");
+    let (bp, bq) = (
+        CudaBackend::resident_bytes_of(&p.srs),
+        CudaBackend::resident_bytes_of(&q.srs),
+    );
+    let mut gpu = self::gpu().with_resident_budget(bp.max(bq));
+    assert!(cuzk::Backend::preload(&mut gpu, &p.srs).expect("preload"));
+    assert!(gpu.is_resident(&p.srs));
+    assert_eq!(gpu.resident_device_bytes(), bp);
+    assert!(
+        cuzk::Backend::preload(&mut gpu, &p.srs).expect("again"),
+        "resident already"
+    );
+    assert!(
+        !cuzk::Backend::preload(&mut gpu, &q.srs).expect("no room"),
+        "q would evict p"
+    );
+    assert!(gpu.is_resident(&p.srs) && !gpu.is_resident(&q.srs));
+    assert_eq!(gpu.resident_device_bytes(), bp);
+    let got = prove_circuit(&p.srs, &mut gpu, p.circuit.clone(), &opts)
+        .map(|(p, _)| bytes(&p))
+        .expect("GPU");
+    assert_eq!(got, want_p);
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn two_circuits_stay_resident_and_lru_eviction_keeps_proofs() {

@@ -64,6 +64,16 @@ pub trait DeviceWorker {
         work: PartitionWork,
         next: Option<&PartitionWork>,
     ) -> std::result::Result<Proved, DeviceFault>;
+
+    /// Gets `srs` ready on the device before its first partition there (a GPU uploads the
+    /// parameters it keeps resident), when that evicts nothing. Returns whether it is ready.
+    /// Called between partitions, on the device's thread; proofs never depend on it, and a
+    /// failure is not a fault of the device (the first partition that needs `srs` uploads
+    /// it, or fails, as it would have without this). Nothing to do by default.
+    fn preload(&mut self, srs: &Srs) -> std::result::Result<bool, String> {
+        let _ = srs;
+        Ok(false)
+    }
 }
 
 /// A kind of device: discovery at start-up, opening on the device's own thread, and what a
@@ -166,6 +176,10 @@ impl DeviceWorker for BackendWorker {
                 self.backend.name()
             ))),
         }
+    }
+
+    fn preload(&mut self, srs: &Srs) -> std::result::Result<bool, String> {
+        self.backend.preload(srs).map_err(|e| e.to_string())
     }
 }
 

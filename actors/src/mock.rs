@@ -7,6 +7,7 @@
 //! invariants of DESIGN.md section 5 on those intervals. Real partitions are proved through
 //! the CPU backend; simulated partitions ([`crate::SimulatedJob`]) just take their time.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -98,6 +99,9 @@ pub struct Interval {
     /// The partition the device actor named as the next one while this one ran (job,
     /// partition), which a GPU would have uploaded meanwhile.
     pub ahead: Option<(JobId, usize)>,
+    /// Whether the partition's parameters had been preloaded on this device before it
+    /// started ([`crate::driver::DeviceWorker::preload`]); false for simulated work.
+    pub preloaded: bool,
 }
 
 /// Collects the intervals of every mock device of a driver. Cheap to clone; devices send
@@ -232,6 +236,8 @@ impl DeviceDriver for MockDriver {
             ahead: None,
             recorder: self.recorder.clone(),
             cpu: CpuBackend,
+            preloaded: HashSet::new(),
+            preloaded_current: false,
         }))
     }
 
@@ -256,6 +262,10 @@ struct MockWorker {
     ahead: Option<(JobId, usize)>,
     recorder: MockRecorder,
     cpu: CpuBackend,
+    /// Parameters (by `Srs::id`) preloaded on this device.
+    preloaded: HashSet<u64>,
+    /// Whether the attempt in progress had its parameters preloaded.
+    preloaded_current: bool,
 }
 
 impl MockWorker {
@@ -271,6 +281,7 @@ impl MockWorker {
             vram: work.2,
             outcome,
             ahead: self.ahead,
+            preloaded: self.preloaded_current,
         });
     }
 }
@@ -283,6 +294,10 @@ impl DeviceWorker for MockWorker {
     ) -> std::result::Result<Proved, DeviceFault> {
         let start = Instant::now();
         self.ahead = next.map(|n| (n.job, n.partition));
+        self.preloaded_current = match &work.payload {
+            Payload::Proof { srs, .. } => self.preloaded.contains(&srs.id()),
+            Payload::Simulated { .. } => false,
+        };
         self.started += 1;
         let n = self.started;
         let key = (work.job, work.partition, work.reserved_vram);
@@ -342,6 +357,15 @@ impl DeviceWorker for MockWorker {
         }
         self.record(key, start, if result.is_ok() { "ok" } else { "failed" });
         result
+    }
+
+    /// Remembers the parameters, as a GPU keeps them resident (a lost device refuses).
+    fn preload(&mut self, srs: &Srs) -> std::result::Result<bool, String> {
+        if self.lost {
+            return Err(format!("mock device {} is lost", self.spec.id));
+        }
+        self.preloaded.insert(srs.id());
+        Ok(true)
     }
 }
 

@@ -453,7 +453,10 @@ fn a_lease_that_left_its_device_frees_it_and_its_result_counts_once() {
     assert!(core.left_device(l3.id));
     // its check never ends: the lease times out and the partition is queued again
     let revoked = core.expire(now + Duration::from_millis(301));
-    assert_eq!(revoked.iter().map(|l| l.id).collect::<Vec<_>>(), vec![l3.id]);
+    assert_eq!(
+        revoked.iter().map(|l| l.id).collect::<Vec<_>>(),
+        vec![l3.id]
+    );
     assert_eq!(core.checking(), 0);
     assert_eq!(core.complete(l3.id, Ok(0)), Completion::Discarded);
     let mut left = vec![0, 2];

@@ -49,6 +49,15 @@ pub trait Backend: Send {
         let _ = (token, next);
         self.prove(srs, assignment, r, s, partition)
     }
+
+    /// Makes `srs` ready for this backend's next partitions of its circuit ahead of them
+    /// (a GPU uploads the parameters it keeps resident), when that costs no other circuit
+    /// its place: never evicts. Returns whether `srs` is ready now. A backend without
+    /// resident state has nothing to do (`Ok(false)`). Proofs do not depend on it.
+    fn preload(&mut self, srs: &Srs) -> Result<bool> {
+        let _ = srs;
+        Ok(false)
+    }
 }
 
 /// A partition that will be proved after the current one on the same backend (see

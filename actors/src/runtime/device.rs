@@ -24,8 +24,8 @@ use tracing::{debug, info_span, warn};
 
 use super::scheduler::SchedulerActor;
 use super::{
-    Began, DeviceDown, Done, LeftDevice, Pull, PullHandled, Run, Shared, StopDevice, Withdraw,
-    Withdrawn,
+    Began, DeviceDown, Done, LeftDevice, Preload, Pull, PullHandled, Run, Shared, StopDevice,
+    Withdraw, Withdrawn,
 };
 use crate::device::DeviceInfo;
 use crate::driver::{DeviceDriver, DeviceFault, DeviceWorker, Proved};
@@ -457,6 +457,39 @@ impl Report {
             result,
             took: self.took,
         });
+    }
+}
+
+impl Handler<Preload> for DeviceActor {
+    type Result = ();
+
+    /// Gets a circuit ready on the device between partitions. A failure (or a panic) is only
+    /// logged: the first partition of the circuit on this device uploads it, or fails, as it
+    /// would have without the preload.
+    fn handle(&mut self, msg: Preload, _ctx: &mut Self::Context) {
+        let Some(worker) = self.worker.as_mut().filter(|_| !self.lost) else {
+            return;
+        };
+        let _span = info_span!("preload", device = %self.info.id).entered();
+        let t0 = Instant::now();
+        let outcome = match catch_unwind(AssertUnwindSafe(|| worker.preload(&msg.0))) {
+            Ok(Ok(true)) => "ready".to_string(),
+            Ok(Ok(false)) => "not preloaded".to_string(),
+            Ok(Err(e)) => {
+                warn!(device = %self.info.id, error = %e,
+                    "preloading parameters failed; the first partition will upload them");
+                format!("failed: {e}")
+            }
+            Err(_) => {
+                warn!(device = %self.info.id,
+                    "preloading parameters panicked; the first partition will upload them");
+                "panicked".to_string()
+            }
+        };
+        debug!(device = %self.info.id, %outcome, ms = t0.elapsed().as_secs_f64() * 1e3, "preload");
+        // job 0: no job (job ids start at 1)
+        self.trace
+            .slice(&self.track, "preload", t0, 0, None, outcome);
     }
 }
 

@@ -273,6 +273,13 @@ impl Message for DeviceDown {
     type Result = ();
 }
 
+/// Scheduler -> device: a circuit's parameters are loaded; get them ready on the device
+/// (see [`crate::driver::DeviceWorker::preload`]) before its first partition there.
+pub(crate) struct Preload(pub Arc<Srs>);
+impl Message for Preload {
+    type Result = ();
+}
+
 /// Scheduler -> device: stop the device's thread.
 pub(crate) struct StopDevice;
 impl Message for StopDevice {

@@ -3,7 +3,7 @@
 //! and devices. It is the only code that grants leases; device actors only receive them.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,9 +18,9 @@ use tracing::{debug, info, warn};
 use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
-    Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, LeftDevice, Prepare,
-    Prepared, Pull, PullHandled, Run, Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize,
-    Synthesized, Withdraw, Withdrawn,
+    Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, LeftDevice, Preload,
+    Prepare, Prepared, Pull, PullHandled, Run, Shared, Shutdown, StopDevice, Submit, SynthInput,
+    Synthesize, Synthesized, Withdraw, Withdrawn,
 };
 use crate::device::{DeviceId, DeviceInfo};
 use crate::driver::{DeviceDriver, DeviceFault};
@@ -133,6 +133,8 @@ pub(crate) struct SchedulerActor {
     synth_in_flight: usize,
     ready: HashMap<(JobId, usize), Payload>,
     on_device: HashMap<LeaseId, u64>,
+    /// Parameters (by `Srs::id`) every device has been asked to preload.
+    preloaded: HashSet<u64>,
     host_used: u64,
     waiters: HashMap<JobId, Vec<Waiter>>,
     next_waiter: u64,
@@ -214,6 +216,7 @@ impl SchedulerActor {
                 synth_in_flight: 0,
                 ready: HashMap::new(),
                 on_device: HashMap::new(),
+                preloaded: HashSet::new(),
                 host_used: 0,
                 waiters: HashMap::new(),
                 next_waiter: 0,
@@ -421,6 +424,16 @@ impl SchedulerActor {
                 entry.timings.srs_load = load;
                 let host = srs.partition_host_bytes();
                 let vram = vram_for(&srs, &self.devices, self.setup.driver.as_ref());
+                if self.preloaded.insert(srs.id()) {
+                    // every device gets the circuit ready before its first partition there,
+                    // between partitions, where that evicts nothing (a device that never
+                    // proved one would otherwise pay the upload inside its first partition)
+                    for d in self.devices.values().filter(|d| d.down.is_none()) {
+                        if let Some(addr) = &d.addr {
+                            addr.do_send(Preload(srs.clone()));
+                        }
+                    }
+                }
                 *slot = Some(srs);
                 *rslot = r1cs;
                 (host, vram)

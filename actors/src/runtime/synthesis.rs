@@ -53,7 +53,10 @@ pub(crate) fn lower_this_thread(niceness: i32) {
     #[cfg(target_os = "linux")]
     {
         let tid = rustix::thread::gettid();
-        if let Err(e) = rustix::process::setpriority_process(Some(tid), niceness.min(crate::engine::MAX_SYNTHESIS_NICENESS)) {
+        if let Err(e) = rustix::process::setpriority_process(
+            Some(tid),
+            niceness.min(crate::engine::MAX_SYNTHESIS_NICENESS),
+        ) {
             tracing::warn!(niceness, error = %e, "cannot lower a synthesis thread's priority");
         }
     }

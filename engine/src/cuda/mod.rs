@@ -307,6 +307,28 @@ impl CudaBackend {
 
     /// `srs`'s bases on the device: the resident copy, or a fresh upload after evicting
     /// least recently used circuits to make room.
+    /// Uploads `srs`'s bases when they fit beside the resident circuits without evicting
+    /// any (see [`Backend::preload`]); whether they are resident afterwards.
+    fn preload_bases(&mut self, srs: &Srs) -> Result<bool> {
+        let lens = QueryLens::of(&srs.params);
+        if let Some(bases) = self.resident.get(srs.id()) {
+            if bases.lens() == lens {
+                return Ok(true);
+            }
+        }
+        let fits = self
+            .resident
+            .used()
+            .checked_add(lens.resident_bytes())
+            .is_some_and(|total| total <= self.resident.budget());
+        if !fits {
+            tracing::debug!(device = %self.label, bytes = lens.resident_bytes(),
+                "not preloading parameters: they would evict another circuit's");
+            return Ok(false);
+        }
+        self.resident_bases(srs, 0).map(|_| true)
+    }
+
     fn resident_bases(&mut self, srs: &Srs, partition: usize) -> Result<Arc<DeviceSrs>> {
         let lens = QueryLens::of(&srs.params);
         let label = self.label.clone();
@@ -396,6 +418,10 @@ impl Backend for CudaBackend {
     ) -> Result<Proof<Bls12>> {
         self.prove_timed_pipelined(srs, assignment, rs, partition, Some(token), next)
             .map(|(proof, _)| proof)
+    }
+
+    fn preload(&mut self, srs: &Srs) -> Result<bool> {
+        self.preload_bases(srs)
     }
 }
 
