@@ -12,7 +12,7 @@ use cuzk::actors::mock::find_overlap;
 use cuzk::actors::{Error as EngineError, FailureCause};
 use cuzk::{
     CpuBackend, DeviceChoice, Engine, EngineConfig, MockDevice, MockDriver, ProofKind,
-    ProveOptions, Randomness, SubmitOptions,
+    ProveOptions, Randomness, RegisteredProof, SectorSize, SubmitOptions,
 };
 
 /// Two kinds on two mock devices, one failing every other partition: every proof verifies,
@@ -39,6 +39,18 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
     cfg.prove = opts.clone();
     cfg.synthesis_workers = 2;
     let engine = Engine::start(cfg).expect("engine starts");
+    // Parameters preloaded through the API reach every device before any job.
+    let winning = RegisteredProof::latest(ProofKind::WinningPost, SectorSize::S2KiB);
+    engine.preload_srs(winning).expect("preload");
+    let mut preloads = Vec::new();
+    let asked = std::time::Instant::now();
+    while preloads.len() < 2 && asked.elapsed() < Duration::from_secs(60) {
+        preloads.extend(rec.take_preloads());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut on: Vec<_> = preloads.iter().map(|(d, _)| *d).collect();
+    on.sort();
+    assert_eq!(on, vec![devs[0].id, devs[1].id], "{preloads:?}");
     let mut jobs = Vec::new();
     for round in 0..2 {
         for k in kinds {

@@ -21,7 +21,9 @@ use crate::driver::{CpuDriver, CudaDriver, DeviceDriver};
 use crate::error::{Error, Result};
 use crate::mock::MockDriver;
 use crate::runtime::scheduler::{SchedulerActor, SchedulerSetup};
-use crate::runtime::{Await, Cancel, GetStatus, JobInput, JobProgress, Shared, Shutdown, Submit};
+use crate::runtime::{
+    Await, Cancel, GetStatus, JobInput, JobProgress, PreloadDevices, Shared, Shutdown, Submit,
+};
 use crate::scheduler::{JobId, Limits, Priority};
 use crate::trace::{write_chrome_trace, TraceEvent, TraceSink};
 use crate::work::{default_priority, SimulatedJob, WorkKind};
@@ -594,14 +596,20 @@ impl Engine {
         self.inner.shared.jobs.get(&job).map(|p| p.clone())
     }
 
-    /// Loads `proof`'s parameters now. Returns whether they were already loaded and the time
-    /// it took.
+    /// Loads `proof`'s parameters into host memory now, and asks every device to make them
+    /// resident in the background (where that evicts no other circuit's; a GPU uploads them
+    /// between partitions), so the first proof of the circuit pays neither. Returns whether
+    /// they were already loaded and the time the host load took (device uploads are not
+    /// waited for).
     pub fn preload_srs(&self, proof: RegisteredProof) -> Result<(bool, Duration)> {
         let id = circuits::params_identifier(proof)?;
         let already = self.inner.store.loaded().iter().any(|(i, _)| *i == id);
         let t = Instant::now();
-        self.inner.store.get(proof)?;
-        Ok((already, t.elapsed()))
+        let srs = self.inner.store.get(proof)?;
+        let took = t.elapsed();
+        // a stopped engine has no devices to ask: the host load still stands
+        let _ = self.inner.addr.try_send(PreloadDevices(srs));
+        Ok((already, took))
     }
 
     /// Drops `proof`'s loaded parameters. Refuses while a job uses them. Returns the bytes

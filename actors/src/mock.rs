@@ -111,6 +111,7 @@ pub struct MockRecorder {
     epoch: Instant,
     tx: Sender<Interval>,
     rx: Receiver<Interval>,
+    preloads: (Sender<(DeviceId, u64)>, Receiver<(DeviceId, u64)>),
 }
 
 impl Default for MockRecorder {
@@ -120,6 +121,7 @@ impl Default for MockRecorder {
             epoch: Instant::now(),
             tx,
             rx,
+            preloads: crossbeam_channel::unbounded(),
         }
     }
 }
@@ -128,6 +130,11 @@ impl MockRecorder {
     /// Every interval recorded since the last call, in the order they ended.
     pub fn take(&self) -> Vec<Interval> {
         self.rx.try_iter().collect()
+    }
+
+    /// Every preload (device, `Srs::id`) since the last call, in the order they happened.
+    pub fn take_preloads(&self) -> Vec<(DeviceId, u64)> {
+        self.preloads.1.try_iter().collect()
     }
 }
 
@@ -365,6 +372,7 @@ impl DeviceWorker for MockWorker {
             return Err(format!("mock device {} is lost", self.spec.id));
         }
         self.preloaded.insert(srs.id());
+        let _ = self.recorder.preloads.0.send((self.spec.id, srs.id()));
         Ok(true)
     }
 }

@@ -280,6 +280,13 @@ impl Message for Preload {
     type Result = ();
 }
 
+/// Handle -> scheduler: parameters were loaded outside a job (`Engine::preload_srs`); ask
+/// every device to get them ready.
+pub(crate) struct PreloadDevices(pub Arc<Srs>);
+impl Message for PreloadDevices {
+    type Result = ();
+}
+
 /// Scheduler -> device: stop the device's thread.
 pub(crate) struct StopDevice;
 impl Message for StopDevice {

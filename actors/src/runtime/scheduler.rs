@@ -19,8 +19,8 @@ use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
     Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, LeftDevice, Preload,
-    Prepare, Prepared, Pull, PullHandled, Run, Shared, Shutdown, StopDevice, Submit, SynthInput,
-    Synthesize, Synthesized, Withdraw, Withdrawn,
+    PreloadDevices, Prepare, Prepared, Pull, PullHandled, Run, Shared, Shutdown, StopDevice,
+    Submit, SynthInput, Synthesize, Synthesized, Withdraw, Withdrawn,
 };
 use crate::device::{DeviceId, DeviceInfo};
 use crate::driver::{DeviceDriver, DeviceFault};
@@ -424,16 +424,7 @@ impl SchedulerActor {
                 entry.timings.srs_load = load;
                 let host = srs.partition_host_bytes();
                 let vram = vram_for(&srs, &self.devices, self.setup.driver.as_ref());
-                if self.preloaded.insert(srs.id()) {
-                    // every device gets the circuit ready before its first partition there,
-                    // between partitions, where that evicts nothing (a device that never
-                    // proved one would otherwise pay the upload inside its first partition)
-                    for d in self.devices.values().filter(|d| d.down.is_none()) {
-                        if let Some(addr) = &d.addr {
-                            addr.do_send(Preload(srs.clone()));
-                        }
-                    }
-                }
+                Self::preload_devices(&mut self.preloaded, &self.devices, &srs);
                 *slot = Some(srs);
                 *rslot = r1cs;
                 (host, vram)
@@ -462,6 +453,25 @@ impl SchedulerActor {
                 .insert((Reverse(entry.priority), entry.seq, id, p));
         }
         self.after_change();
+    }
+
+    /// Asks every device in service to get `srs` ready before its first partition there
+    /// (between partitions, where that evicts nothing: a device that never proved the circuit
+    /// would otherwise pay the upload inside its first partition's time). Once per loaded
+    /// parameter set (`Srs::id`): later jobs of the circuit send nothing.
+    fn preload_devices(
+        preloaded: &mut HashSet<u64>,
+        devices: &BTreeMap<DeviceId, DeviceSlot>,
+        srs: &Arc<Srs>,
+    ) {
+        if !preloaded.insert(srs.id()) {
+            return;
+        }
+        for d in devices.values().filter(|d| d.down.is_none()) {
+            if let Some(addr) = &d.addr {
+                addr.do_send(Preload(srs.clone()));
+            }
+        }
     }
 
     /// Sends partitions to synthesis while workers and the host-memory budget allow. One
@@ -888,6 +898,14 @@ impl Handler<Synthesized> for SchedulerActor {
             }
         }
         self.after_change();
+    }
+}
+
+impl Handler<PreloadDevices> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: PreloadDevices, _ctx: &mut Self::Context) {
+        Self::preload_devices(&mut self.preloaded, &self.devices, &msg.0);
     }
 }
 
