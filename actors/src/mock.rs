@@ -111,17 +111,20 @@ pub struct MockRecorder {
     epoch: Instant,
     tx: Sender<Interval>,
     rx: Receiver<Interval>,
-    preloads: (Sender<(DeviceId, u64)>, Receiver<(DeviceId, u64)>),
+    preload_tx: Sender<(DeviceId, u64)>,
+    preload_rx: Receiver<(DeviceId, u64)>,
 }
 
 impl Default for MockRecorder {
     fn default() -> Self {
         let (tx, rx) = crossbeam_channel::unbounded();
+        let (preload_tx, preload_rx) = crossbeam_channel::unbounded();
         MockRecorder {
             epoch: Instant::now(),
             tx,
             rx,
-            preloads: crossbeam_channel::unbounded(),
+            preload_tx,
+            preload_rx,
         }
     }
 }
@@ -134,7 +137,7 @@ impl MockRecorder {
 
     /// Every preload (device, `Srs::id`) since the last call, in the order they happened.
     pub fn take_preloads(&self) -> Vec<(DeviceId, u64)> {
-        self.preloads.1.try_iter().collect()
+        self.preload_rx.try_iter().collect()
     }
 }
 
@@ -372,7 +375,7 @@ impl DeviceWorker for MockWorker {
             return Err(format!("mock device {} is lost", self.spec.id));
         }
         self.preloaded.insert(srs.id());
-        let _ = self.recorder.preloads.0.send((self.spec.id, srs.id()));
+        let _ = self.recorder.preload_tx.send((self.spec.id, srs.id()));
         Ok(true)
     }
 }
