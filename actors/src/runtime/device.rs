@@ -208,6 +208,17 @@ struct Check {
 }
 
 impl Check {
+    /// [`Check::run`], with a panic turned into a failed attempt: on a verification thread an
+    /// unhandled panic would abort the process (rayon's rule for spawned work).
+    fn run_guarded(self) -> std::result::Result<Vec<u8>, DeviceFault> {
+        let (job, partition) = (self.job, self.partition);
+        catch_unwind(AssertUnwindSafe(|| self.run())).unwrap_or_else(|_| {
+            Err(DeviceFault::Failed(format!(
+                "verifying partition {partition} of job {job} panicked"
+            )))
+        })
+    }
+
     /// Verifies (when asked) and encodes the proof: the attempt's outcome. A proof that does
     /// not verify is never passed on.
     fn run(self) -> std::result::Result<Vec<u8>, DeviceFault> {
@@ -385,11 +396,8 @@ impl DeviceActor {
                     .slice(&self.track, "prove", t0, job, Some(partition), "proved");
                 report.left_device();
                 match &self.verifier {
-                    Some(pool) => pool.spawn(move || {
-                        let result = check.run();
-                        report.done(result);
-                    }),
-                    None => report.done(check.run()),
+                    Some(pool) => pool.spawn(move || report.done(check.run_guarded())),
+                    None => report.done(check.run_guarded()),
                 }
             }
             Attempt::Finished(result) => {
