@@ -11,6 +11,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
+use crate::bounce::{bounced, BouncePool};
 use crate::compile::{self, KernelModule};
 use crate::error::{Error, Result};
 use crate::layout::DeviceElem;
@@ -55,6 +56,8 @@ pub struct GpuDevice {
     /// first load, both load and one result is kept.
     modules: HashMap<&'static str, OnceLock<Arc<CudaModule>>>,
     pub(crate) ntt_tables: std::sync::OnceLock<crate::ntt::NttTables>,
+    /// Page-locked buffers for small copies (shared with this device's side streams).
+    pub(crate) bounce: BouncePool,
 }
 
 impl fmt::Debug for GpuDevice {
@@ -147,6 +150,7 @@ impl GpuDevice {
         let stream = ctx.default_stream();
         tracing::debug!(%pci, name, total_memory, major, minor, "opened CUDA device");
         Ok(Self {
+            bounce: BouncePool::new(ctx.clone()),
             ctx,
             stream,
             ordinal,
@@ -233,6 +237,7 @@ impl GpuDevice {
                 .map(|m| (m.name, OnceLock::new()))
                 .collect(),
             ntt_tables: std::sync::OnceLock::new(),
+            bounce: self.bounce.clone(),
         })
     }
 
@@ -288,16 +293,58 @@ impl GpuDevice {
             .map_err(self.drv("finding a kernel"))
     }
 
-    /// Copies host elements into a new device buffer.
+    /// Copies host elements into a new device buffer (queued; small copies go through a
+    /// page-locked bounce buffer, see [`crate::bounce`]).
     pub fn upload<T: DeviceElem>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
-        let inner = self
-            .stream
-            .clone_htod(T::as_raw(host))
-            .map_err(self.drv("copying to the device"))?;
-        Ok(DeviceBuffer {
-            inner,
-            _t: PhantomData,
-        })
+        if host.is_empty() || !bounced(std::mem::size_of_val(T::as_raw(host))) {
+            let inner = self
+                .stream
+                .clone_htod(T::as_raw(host))
+                .map_err(self.drv("copying to the device"))?;
+            return Ok(DeviceBuffer {
+                inner,
+                _t: PhantomData,
+            });
+        }
+        let mut buf = self.alloc_uninit(host.len())?;
+        self.copy_raw_htod(T::as_raw(host), &mut buf.inner)?;
+        Ok(buf)
+    }
+
+    /// Queues a copy of `host` into `dst`: through a bounce buffer when it is small, else
+    /// straight from `host` (pageable: the driver waits for the stream first).
+    fn copy_raw_htod<R: cudarc::driver::DeviceRepr + Copy, D: cudarc::driver::DevicePtrMut<R>>(
+        &self,
+        host: &[R],
+        dst: &mut D,
+    ) -> Result<()> {
+        if bounced(std::mem::size_of_val(host)) {
+            self.bounce.upload(&self.stream, host, dst)
+        } else {
+            self.stream.memcpy_htod(host, dst)
+        }
+        .map_err(self.drv("copying to the device"))
+    }
+
+    /// Copies `src` to a new host vector, waiting for the stream: through a bounce buffer
+    /// when it is small (see [`crate::bounce`]).
+    pub(crate) fn read_back<
+        R: cudarc::driver::DeviceRepr + Copy,
+        S: cudarc::driver::DevicePtr<R>,
+    >(
+        &self,
+        src: &S,
+        op: &'static str,
+    ) -> Result<Vec<R>> {
+        if bounced(src.len() * std::mem::size_of::<R>()) {
+            self.bounce
+                .read_back(&self.stream, src)
+                .map_err(self.drv(op))
+        } else {
+            let v = self.stream.clone_dtoh(src).map_err(self.drv(op))?;
+            self.synchronize()?;
+            Ok(v)
+        }
     }
 
     /// A new device buffer of `len` elements whose contents are unspecified: for buffers
@@ -332,9 +379,10 @@ impl GpuDevice {
         dst: &mut DeviceBuffer<T>,
     ) -> Result<()> {
         check_len("copy_to_device", dst.len(), host.len())?;
-        self.stream
-            .memcpy_htod(T::as_raw(host), &mut dst.inner)
-            .map_err(self.drv("copying to the device"))
+        if host.is_empty() {
+            return Ok(());
+        }
+        self.copy_raw_htod(T::as_raw(host), &mut dst.inner)
     }
 
     /// Overwrites elements `start .. start + host.len()` of a device buffer with host
@@ -350,18 +398,21 @@ impl GpuDevice {
             return Ok(());
         }
         let mut view = dst.inner.slice_mut(start..end);
-        self.stream
-            .memcpy_htod(T::as_raw(host), &mut view)
-            .map_err(self.drv("copying to the device"))
+        self.copy_raw_htod(T::as_raw(host), &mut view)
     }
 
     /// Copies a device buffer into host elements; lengths must match. Synchronous.
     pub fn copy_to_host<T: DeviceElem>(&self, src: &DeviceBuffer<T>, host: &mut [T]) -> Result<()> {
         check_len("copy_to_host", src.len(), host.len())?;
-        self.stream
-            .memcpy_dtoh(&src.inner, T::as_raw_mut(host))
-            .map_err(self.drv("copying to the host"))?;
-        self.synchronize()
+        if !bounced(std::mem::size_of_val(T::as_raw_mut(host))) {
+            self.stream
+                .memcpy_dtoh(&src.inner, T::as_raw_mut(host))
+                .map_err(self.drv("copying to the host"))?;
+            return self.synchronize();
+        }
+        let v = self.read_back(&src.inner, "copying to the host")?;
+        T::as_raw_mut(host).copy_from_slice(&v);
+        Ok(())
     }
 
     /// Copies a device buffer into a new host vector. Synchronous.

@@ -13,6 +13,7 @@
 //! | [`probe`] | raw throughput probes (field products, point additions per second) |
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
 //! | [`staging`] | [`Staging`]: page-locked buffers that large uploads pass through |
+//! | [`bounce`] | page-locked bounce buffers for small copies, which never hold other threads back |
 //! | [`reference`] | CPU references (NTT as bellperson computes it) |
 //! | [`testdata`] | seeded random scalars and points made quickly, CPU MSM for comparison |
 //! | [`error`] | [`Error`] and [`Result`] |
@@ -23,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bounce;
 pub mod compact;
 pub mod compile;
 pub mod device;

@@ -398,10 +398,7 @@ impl GpuDevice {
         l.arg(&scalars).arg(&mut canon).arg(&n32).arg(&mut bit_hist);
         // SAFETY: (const Fr* in, Fr* out, u32 n, u32* hist[257] zeroed), in and out of length n.
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
-        let bit_hist = stream
-            .clone_dtoh(&bit_hist)
-            .map_err(self.drv("reading the scalars' bit lengths"))?;
-        self.synchronize()?;
+        let bit_hist = self.read_back(&bit_hist, "reading the scalars' bit lengths")?;
         let Some(WindowPlan { c, windows: nw }) = WindowPlan::choose(&bit_hist, n) else {
             return Ok(C::Projective::identity()); // every scalar is zero
         };
@@ -427,10 +424,10 @@ impl GpuDevice {
         let mut cursor = alloc_u32(nbuckets)?;
         self.exclusive_scan::<C>(&counts, nbuckets, &mut offsets, Some(&mut cursor))?;
         drop(counts);
-        let entries = stream
-            .clone_dtoh(&offsets.slice(nbuckets..nbuckets + 1))
-            .map_err(self.drv("reading the MSM entry count"))?;
-        self.synchronize()?;
+        let entries = self.read_back(
+            &offsets.slice(nbuckets..nbuckets + 1),
+            "reading the MSM entry count",
+        )?;
         let entries = entries[0] as usize;
         mark("scan");
 
@@ -473,13 +470,11 @@ impl GpuDevice {
         let mut part_offsets = alloc_u32(nbuckets + 1)?;
         self.exclusive_scan::<C>(&parts, nbuckets, &mut part_offsets, None)?;
         drop(parts);
-        let nparts = stream
-            .clone_dtoh(&part_offsets.slice(nbuckets..nbuckets + 1))
-            .map_err(self.drv("reading the MSM part count"))?;
-        let most_parts = stream
-            .clone_dtoh(&most_parts)
-            .map_err(self.drv("reading the MSM part count"))?;
-        self.synchronize()?;
+        let nparts = self.read_back(
+            &part_offsets.slice(nbuckets..nbuckets + 1),
+            "reading the MSM part count",
+        )?;
+        let most_parts = self.read_back(&most_parts, "reading the MSM part count")?;
         let nparts = nparts[0] as usize;
         let nparts32 = nparts as u32;
         // rounds of the pairwise sum: ceil(log2(most parts)), 0 when no bucket was split
@@ -581,10 +576,7 @@ impl GpuDevice {
         mark("reduce");
 
         // 9. host: finish each window and combine with Horner's rule
-        let limbs = stream
-            .clone_dtoh(&level)
-            .map_err(self.drv("copying MSM windows to the host"))?;
-        self.synchronize()?;
+        let limbs = self.read_back(&level, "copying MSM windows to the host")?;
         let mut acc = C::Projective::identity();
         for w in (0..nw as usize).rev() {
             for _ in 0..c {

@@ -288,6 +288,11 @@ impl CudaBackend {
             },
         )?;
         drop(bases);
+        // the next partition's upload: its own time and size, beside this partition's phases
+        let (ahead_ms, ahead_bytes) = match &proved.ahead {
+            Some(Ok(up)) => (up.took().as_secs_f64() * 1e3, up.num_bytes()),
+            _ => (0.0, 0),
+        };
         match (proved.ahead, next_token) {
             (Some(Ok(up)), Some(t)) => self.ahead = Some((t, up)),
             (Some(Err(e)), _) => tracing::warn!(device = %self.label, error = %e,
@@ -296,7 +301,8 @@ impl CudaBackend {
         }
         let (msm, times) = (proved.msm, proved.times);
         let proof = assemble(&srs.params, &msm, r, s)?;
-        tracing::debug!(device = %self.label, partition, %times, "partition proved");
+        tracing::debug!(device = %self.label, partition, %times, ahead_ms, ahead_bytes,
+            "partition proved");
         Ok((proof, times))
     }
 

@@ -49,6 +49,10 @@ pub struct PhaseTimes {
     /// Freeing the partition's buffers and the final synchronisation (the MSM results
     /// themselves come back inside each MSM).
     pub download: Duration,
+    /// Waiting, after the last phase, for the next partition's upload ahead to reach the
+    /// device (zero when it finished first or none was asked for): the part of that upload
+    /// the kernels did not hide.
+    pub ahead_wait: Duration,
 }
 
 impl PhaseTimes {
@@ -62,6 +66,7 @@ impl PhaseTimes {
             + self.msm_b_g1
             + self.msm_b_g2
             + self.download
+            + self.ahead_wait
     }
 }
 
@@ -71,7 +76,8 @@ impl std::fmt::Display for PhaseTimes {
         write!(
             f,
             "upload {:.1} ms, ntt {:.1} ms, msm_h {:.1} ms, msm_l {:.1} ms, msm_a {:.1} ms, \
-             msm_b_g1 {:.1} ms, msm_b_g2 {:.1} ms, download {:.1} ms, total {:.1} ms",
+             msm_b_g1 {:.1} ms, msm_b_g2 {:.1} ms, download {:.1} ms, ahead_wait {:.1} ms, \
+             total {:.1} ms",
             ms(self.upload),
             ms(self.ntt),
             ms(self.msm_h),
@@ -80,6 +86,7 @@ impl std::fmt::Display for PhaseTimes {
             ms(self.msm_b_g1),
             ms(self.msm_b_g2),
             ms(self.download),
+            ms(self.ahead_wait),
             ms(self.total())
         )
     }
@@ -523,7 +530,10 @@ pub fn prove_msms(
             drop(b_scalars);
             Ok(())
         })?;
+        let waited = Instant::now();
         let ahead = next.map(|handle| {
+            let span = info_span!("ahead_wait", device = %dev.pci_id(), partition);
+            let _g = span.enter();
             handle.join().unwrap_or_else(|_| {
                 Err(Error::Prover {
                     partition,
@@ -532,6 +542,7 @@ pub fn prove_msms(
                 })
             })
         });
+        t.ahead_wait += waited.elapsed();
         Ok(Proved {
             msm: MsmResults {
                 h,
