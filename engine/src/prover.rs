@@ -124,6 +124,55 @@ pub fn check_shape(params: &Parameters<Bls12>, asg: &Assignment, srs_name: &str)
     Ok(())
 }
 
+/// The terms of a proof that depend only on the verifying key, r and s (not on the
+/// witness): computed while a device runs a partition's kernels, so that only two scalar
+/// multiplications are left for [`Blinding::assemble`] once the MSM results are in.
+#[derive(Clone, Debug)]
+pub struct Blinding {
+    r: Scalar,
+    s: Scalar,
+    /// `alpha + r*delta` (G1)
+    a: G1Projective,
+    /// `beta + s*delta` (G2)
+    b: G2Projective,
+    /// `r*s*delta + s*alpha + r*beta` (G1)
+    c: G1Projective,
+}
+
+impl Blinding {
+    /// The witness-independent terms for `params`' verifying key with `r` and `s`.
+    /// Errors when delta is the identity (a subverted CRS).
+    pub fn new(params: &Parameters<Bls12>, r: Scalar, s: Scalar) -> Result<Self> {
+        let vk = &params.vk;
+        if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+            return Err(Error::ParamsInvalid {
+                path: "verifying key".into(),
+                reason: "delta is the identity (subversion-CRS attack?)".into(),
+            });
+        }
+        let delta_g1 = vk.delta_g1.to_curve();
+        Ok(Blinding {
+            r,
+            s,
+            a: delta_g1 * r + vk.alpha_g1,
+            b: vk.delta_g2.to_curve() * s + vk.beta_g2,
+            c: delta_g1 * (r * s) + vk.alpha_g1.to_curve() * s + vk.beta_g1.to_curve() * r,
+        })
+    }
+
+    /// The proof: these terms combined with the MSM results, as [`assemble`] does.
+    pub fn assemble(&self, msm: &MsmResults) -> Proof<Bls12> {
+        let g_a = self.a + msm.a;
+        let g_b = self.b + msm.b_g2;
+        let g_c = msm.a * self.s + msm.b_g1 * self.r + self.c + msm.h + msm.l;
+        Proof {
+            a: g_a.to_affine(),
+            b: g_b.to_affine(),
+            c: g_c.to_affine(),
+        }
+    }
+}
+
 /// Combines the MSM results with the verifying key, r and s, exactly as bellperson does:
 /// `A = alpha + a + r*delta`, `B = beta + b + s*delta`,
 /// `C = s*a + r*b_g1 + r*s*delta + s*alpha + r*beta + h + l`.
@@ -133,26 +182,75 @@ pub fn assemble(
     r: Scalar,
     s: Scalar,
 ) -> Result<Proof<Bls12>> {
-    let vk = &params.vk;
-    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
-        return Err(Error::ParamsInvalid {
-            path: "verifying key".into(),
-            reason: "delta is the identity (subversion-CRS attack?)".into(),
-        });
+    Blinding::new(params, r, s).map(|b| b.assemble(msm))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+    use ff::Field;
+    use group::Group;
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+
+    /// x * x = y, one input: the smallest circuit with parameters.
+    struct Square;
+    impl Circuit<Scalar> for Square {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> std::result::Result<(), SynthesisError> {
+            let x = cs.alloc(|| "x", || Ok(Scalar::from(3u64)))?;
+            let y = cs.alloc_input(|| "y", || Ok(Scalar::from(9u64)))?;
+            cs.enforce(|| "x*x=y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+            Ok(())
+        }
     }
-    let delta_g1 = vk.delta_g1.to_curve();
-    let g_a = delta_g1 * r + vk.alpha_g1 + msm.a;
-    let g_b = vk.delta_g2.to_curve() * s + vk.beta_g2 + msm.b_g2;
-    let g_c = msm.a * s
-        + msm.b_g1 * r
-        + delta_g1 * (r * s)
-        + vk.alpha_g1.to_curve() * s
-        + vk.beta_g1.to_curve() * r
-        + msm.h
-        + msm.l;
-    Ok(Proof {
-        a: g_a.to_affine(),
-        b: g_b.to_affine(),
-        c: g_c.to_affine(),
-    })
+
+    fn params(rng: &mut ChaCha8Rng) -> Parameters<Bls12> {
+        bellperson::groth16::generate_random_parameters::<Bls12, _, _>(Square, rng)
+            .expect("parameters for a one-constraint circuit")
+    }
+
+    #[test]
+    fn blinding_terms_then_msm_results_give_bellpersons_formula() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let p = params(&mut rng);
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let msm = MsmResults {
+            h: G1Projective::random(&mut rng),
+            l: G1Projective::random(&mut rng),
+            a: G1Projective::random(&mut rng),
+            b_g1: G1Projective::random(&mut rng),
+            b_g2: G2Projective::random(&mut rng),
+        };
+        let vk = &p.vk;
+        let d1 = vk.delta_g1.to_curve();
+        let want_a = d1 * r + vk.alpha_g1 + msm.a;
+        let want_b = vk.delta_g2.to_curve() * s + vk.beta_g2 + msm.b_g2;
+        let want_c = msm.a * s
+            + msm.b_g1 * r
+            + d1 * (r * s)
+            + vk.alpha_g1.to_curve() * s
+            + vk.beta_g1.to_curve() * r
+            + msm.h
+            + msm.l;
+        let proof = assemble(&p, &msm, r, s).expect("valid parameters");
+        assert_eq!(proof.a, want_a.to_affine());
+        assert_eq!(proof.b, want_b.to_affine());
+        assert_eq!(proof.c, want_c.to_affine());
+        // r and s are not interchangeable: a swapped pair gives another proof
+        let swapped = assemble(&p, &msm, s, r).expect("valid parameters");
+        assert_ne!(swapped.c, proof.c);
+    }
+
+    #[test]
+    fn an_identity_delta_is_refused() {
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let mut p = params(&mut rng);
+        p.vk.delta_g1 = blstrs::G1Affine::identity();
+        let err = Blinding::new(&p, Scalar::ONE, Scalar::ONE).expect_err("subverted CRS");
+        assert!(err.to_string().contains("delta is the identity"), "{err}");
+    }
 }

@@ -28,7 +28,7 @@ use cuzk_pce::Assignment;
 use tracing::info_span;
 
 use crate::error::{Error, Result};
-use crate::prover::{assemble, check_shape, Backend, Upcoming};
+use crate::prover::{check_shape, Backend, Blinding, Upcoming};
 use crate::srs::Srs;
 pub use partition::{
     prove_msms, upload_assignment, Ahead, PhaseTimes, Proved, Transfers, Uploaded,
@@ -275,18 +275,33 @@ impl CudaBackend {
             ),
             _ => (None, None),
         };
-        let proved = prove_msms(
-            dev,
-            &bases,
-            asg,
-            partition,
-            host_g2,
-            Transfers {
-                staging,
-                uploaded,
-                ahead,
-            },
-        )?;
+        // The proof's witness-independent terms (five scalar multiplications on the host)
+        // are computed beside the kernels, not after them on the device's critical path.
+        let params = &srs.params;
+        let (proved, blinding) = std::thread::scope(|scope| {
+            let blinding = scope.spawn(move || Blinding::new(params, r, s));
+            let proved = prove_msms(
+                dev,
+                &bases,
+                asg,
+                partition,
+                host_g2,
+                Transfers {
+                    staging,
+                    uploaded,
+                    ahead,
+                },
+            );
+            let blinding = blinding.join().unwrap_or_else(|_| {
+                Err(Error::Prover {
+                    partition,
+                    backend: self.label.clone(),
+                    reason: "the thread computing the proof's blinding terms panicked".into(),
+                })
+            });
+            (proved, blinding)
+        });
+        let (proved, blinding) = (proved?, blinding?);
         drop(bases);
         // the next partition's upload: its own time and size, beside this partition's phases
         let (ahead_ms, ahead_bytes) = match &proved.ahead {
@@ -300,7 +315,7 @@ impl CudaBackend {
             _ => {}
         }
         let (msm, times) = (proved.msm, proved.times);
-        let proof = assemble(&srs.params, &msm, r, s)?;
+        let proof = blinding.assemble(&msm);
         tracing::debug!(device = %self.label, partition, %times, ahead_ms, ahead_bytes,
             "partition proved");
         Ok((proof, times))
