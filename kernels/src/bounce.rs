@@ -42,6 +42,14 @@ impl Bounce {
     }
 }
 
+impl Drop for Bounce {
+    /// A buffer dropped right after its upload was queued (the pool was full) is freed only
+    /// once the copy has read it.
+    fn drop(&mut self) {
+        let _ = self.done.synchronize();
+    }
+}
+
 /// The bounce buffers of one device: taken, used, given back.
 pub(crate) struct BouncePool {
     ctx: Arc<CudaContext>,
