@@ -720,3 +720,95 @@ fn bounced_copies_match_the_host() {
     assert_eq!(dev.download(&on_side).unwrap(), a);
     assert_eq!(side.download(&on_side).unwrap(), a);
 }
+
+/// Coded uploads (`coded`: 2-bit codes for 0, 1 and -1, the other values only) rebuild the
+/// host vector on the device exactly: Filecoin-like mixtures at sizes around a code word and
+/// an encoding block, all zeros, all ones, all minus ones, r - 1 among random values, all
+/// random (copied as it is: coding would not save bytes), a scratch too small for the
+/// values (copied as it is), two copies queued back to back through one scratch, and the
+/// destination past the vector untouched.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn coded_uploads_match_the_host() {
+    use cuzk_kernels::coded;
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let mut staging = cuzk_kernels::Staging::new(&dev).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let filecoin_like = |n: usize, rng: &mut ChaCha8Rng| -> Vec<Scalar> {
+        (0..n)
+            .map(|_| match rng.next_u32() % 10 {
+                0..=4 => Scalar::ZERO,
+                5..=7 => Scalar::ONE,
+                8 => -Scalar::ONE,
+                _ => Scalar::random(&mut *rng),
+            })
+            .collect()
+    };
+    let sentinel = Scalar::from(0xdead_beefu64);
+    let mut check = |host: &[Scalar], cap: usize, want_coded: bool, what: &str| {
+        let n = host.len();
+        let mut scratch = dev.coded_scratch(n.max(1), cap).unwrap();
+        let mut dst = dev.upload(&vec![sentinel; n + 7]).unwrap();
+        let sent = dev
+            .copy_to_device_coded(&mut staging, &mut scratch, host, &mut dst)
+            .unwrap();
+        let back = dev.download(&dst).unwrap();
+        assert_eq!(&back[..n], host, "{what}: n={n} (seed {seed})");
+        assert!(back[n..].iter().all(|x| *x == sentinel), "{what}: past n");
+        assert_eq!(
+            sent < n * 32,
+            want_coded,
+            "{what}: {sent} bytes sent for n={n}"
+        );
+    };
+    for n in [
+        1usize,
+        31,
+        32,
+        33,
+        1000,
+        (1 << 15) + 1,
+        (1 << 16) + 7,
+        (1 << 20) + 3,
+    ] {
+        let v = filecoin_like(n, &mut rng);
+        let others = coded::encode(&v).unwrap().values.len();
+        let pays = others * 32 + n.div_ceil(32) * 12 < n * 32;
+        check(&v, n / 2 + 1, pays, "filecoin-like");
+    }
+    let n = (1 << 16) + 5;
+    check(&vec![Scalar::ZERO; n], 1, true, "zeros");
+    check(&vec![Scalar::ONE; n], 1, true, "ones");
+    check(&vec![-Scalar::ONE; n], 1, true, "minus ones");
+    let mut edge = vec![Scalar::ZERO; n];
+    for (i, x) in edge.iter_mut().enumerate().step_by(9) {
+        *x = if i % 2 == 0 {
+            minus_one()
+        } else {
+            Scalar::random(&mut rng)
+        };
+    }
+    edge[n - 1] = Scalar::random(&mut rng);
+    check(&edge, n / 2, true, "r - 1 and random among zeros");
+    check(&scalars(seed + 9, n), n, false, "all random");
+    let v = filecoin_like(n, &mut rng);
+    check(&v, 10, false, "scratch too small");
+    // two copies through one scratch, queued without a synchronisation between them
+    let (x, y) = (filecoin_like(n, &mut rng), filecoin_like(n, &mut rng));
+    let mut scratch = dev.coded_scratch(n, n / 2).unwrap();
+    let mut dx = dev.alloc_zeroed::<Scalar>(n).unwrap();
+    let mut dy = dev.alloc_zeroed::<Scalar>(n).unwrap();
+    dev.copy_to_device_coded(&mut staging, &mut scratch, &x, &mut dx)
+        .unwrap();
+    dev.copy_to_device_coded(&mut staging, &mut scratch, &y, &mut dy)
+        .unwrap();
+    assert_eq!(dev.download(&dx).unwrap(), x, "first of two");
+    assert_eq!(dev.download(&dy).unwrap(), y, "second of two");
+    // a destination shorter than the vector is an error, not a partial copy
+    let mut short = dev.alloc_zeroed::<Scalar>(n - 1).unwrap();
+    assert!(dev
+        .copy_to_device_coded(&mut staging, &mut scratch, &x, &mut short)
+        .is_err());
+}
