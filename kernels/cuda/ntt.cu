@@ -280,28 +280,3 @@ extern "C" __global__ void fr_compact(const Fr* __restrict__ src, u32 n, const u
     u32 rank = __popcll(w & ((1ull << b) - 1ull));
     dst[prefix[i >> 6] + rank] = src[i];
 }
-
-// Expansion of a coded upload (kernels/src/coded.rs): element i's code is bits 2(i % 32) and
-// 2(i % 32) + 1 of codes[i / 32]: 0 zero, 1 one, 2 minus one, 3 the next of `values`, where
-// prefix[w] counts the codes 3 in codes[0..w). Writes out[i] for every i < n.
-extern "C" __global__ void fr_expand(const u64* __restrict__ codes, const u32* __restrict__ prefix,
-                                     const Fr* __restrict__ values, u32 n, Fr* __restrict__ out) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u64 w = codes[i >> 5];
-    u32 s = (i & 31) * 2;
-    u32 c = (u32)(w >> s) & 3u;
-    Fr x;
-    if (c == 3u) {
-        u64 others = w & (w >> 1) & 0x5555555555555555ull;  // low bit of each code 3
-        u32 rank = __popcll(others & ((1ull << s) - 1ull));
-        x = values[prefix[i >> 5] + rank];
-    } else if (c == 0u) {
-        x = Fr::zero();
-    } else if (c == 1u) {
-        x = Fr::one();
-    } else {
-        x = neg(Fr::one());
-    }
-    out[i] = x;
-}

@@ -5,7 +5,6 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`device`] | [`GpuDevice`]: context, stream, PCI id / UUID, module cache, typed [`DeviceBuffer`]s |
-//! | [`coded`] | coded uploads: 2-bit codes for 0, 1, -1 and only the other values cross the link |
 //! | [`compact`] | selecting the scalars of a bitmap (density masks) on the device |
 //! | [`compile`] | the kernel modules, NVRTC compilation (no GPU needed), the on-disk CUBIN cache |
 //! | [`layout`] | device layouts of blstrs types (`Scalar`, `G1Affine`, `G2Affine`) with size assertions |
@@ -26,7 +25,6 @@
 #![warn(missing_docs)]
 
 pub mod bounce;
-pub mod coded;
 pub mod compact;
 pub mod compile;
 pub mod device;

@@ -91,11 +91,6 @@ impl Staging {
     pub fn num_bytes(&self) -> usize {
         self.stages.len() * STAGE_BYTES
     }
-
-    /// Runs `f` on this `Staging`'s own threads (host work of an upload, such as coding).
-    pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        self.pool.install(f)
-    }
 }
 
 impl Drop for Staging {

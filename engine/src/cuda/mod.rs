@@ -304,13 +304,9 @@ impl CudaBackend {
         let (proved, blinding) = (proved?, blinding?);
         drop(bases);
         // the next partition's upload: its own time and size, beside this partition's phases
-        let (ahead_ms, ahead_bytes, ahead_sent) = match &proved.ahead {
-            Some(Ok(up)) => (
-                up.took().as_secs_f64() * 1e3,
-                up.num_bytes(),
-                up.sent_bytes(),
-            ),
-            _ => (0.0, 0, 0),
+        let (ahead_ms, ahead_bytes) = match &proved.ahead {
+            Some(Ok(up)) => (up.took().as_secs_f64() * 1e3, up.num_bytes()),
+            _ => (0.0, 0),
         };
         match (proved.ahead, next_token) {
             (Some(Ok(up)), Some(t)) => self.ahead = Some((t, up)),
@@ -321,7 +317,7 @@ impl CudaBackend {
         let (msm, times) = (proved.msm, proved.times);
         let proof = blinding.assemble(&msm);
         tracing::debug!(device = %self.label, partition, %times, ahead_ms, ahead_bytes,
-            ahead_sent, "partition proved");
+            "partition proved");
         Ok((proof, times))
     }
 

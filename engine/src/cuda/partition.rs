@@ -16,7 +16,6 @@ use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use blstrs::{G2Affine, G2Projective, Scalar};
-use cuzk_kernels::coded::CodedScratch;
 use cuzk_kernels::{DeviceBuffer, GpuDevice, PciId, Staging};
 use cuzk_pce::{Assignment, Density};
 use group::Group;
@@ -227,15 +226,10 @@ pub struct Uploaded {
     m: usize,
     aux_len: usize,
     took: Duration,
-    /// Bytes that crossed to the device (less than the buffers' when coded).
-    sent: usize,
     a: Option<DeviceBuffer<Scalar>>,
     b: Option<DeviceBuffer<Scalar>>,
     c: Option<DeviceBuffer<Scalar>>,
     aux: Option<DeviceBuffer<Scalar>>,
-    /// Device scratch of the coded copies ([`cuzk_kernels::coded`]); dropped when the
-    /// partition starts (see [`fill`] for why not earlier).
-    scratch: Option<CodedScratch>,
 }
 
 impl Uploaded {
@@ -250,18 +244,12 @@ impl Uploaded {
         self.took
     }
 
-    /// Device bytes held by the assignment's buffers.
+    /// Device bytes held.
     pub fn num_bytes(&self) -> usize {
         [&self.a, &self.b, &self.c, &self.aux]
             .iter()
             .map(|b| b.as_ref().map_or(0, |b| b.num_bytes()))
             .sum()
-    }
-
-    /// Bytes that crossed to the device: the assignment's 32 per scalar, or less where the
-    /// copies were coded (0, 1 and -1 sent as 2-bit codes).
-    pub fn sent_bytes(&self) -> usize {
-        self.sent
     }
 }
 
@@ -281,84 +269,51 @@ pub fn upload_assignment(
     staging: Option<&mut Staging>,
 ) -> cuzk_kernels::Result<Uploaded> {
     let started = Instant::now();
-    let mut up = allocate_for(dev, asg, staging.is_some())?;
+    let mut up = allocate_for(dev, asg)?;
     fill(dev, asg, &mut up, staging)?;
     up.took = started.elapsed();
     Ok(up)
 }
 
-/// Vectors shorter than this are copied as they are: coding them saves little.
-const CODED_MIN_LEN: usize = 1 << 16;
-
-/// Elements and [`cuzk_kernels::coded::OTHER`] values the coded copies of `asg` may need:
-/// its longest vector, and half of that (a vector with more others is copied as it is).
-/// `None` when no vector is long enough to be coded.
-pub fn coded_scratch_len(constraints: usize, aux: usize) -> Option<(usize, usize)> {
-    let len = constraints.max(aux);
-    (len >= CODED_MIN_LEN).then_some((len, len / 2))
-}
-
 /// Device buffers for `asg`'s a, b, c (zeroed, the domain's length; none for a domain of
-/// one point) and aux values, and the coded copies' scratch when `coded` (uploads through
-/// staging buffers), queued on `dev`'s stream, for [`fill`] to copy into (on the same
-/// stream, or on another: see [`prove_msms`] for why the upload ahead allocates here).
-fn allocate_for(dev: &GpuDevice, asg: &Assignment, coded: bool) -> cuzk_kernels::Result<Uploaded> {
+/// one point) and aux values, queued on `dev`'s stream, for [`fill`] to copy into (on the
+/// same stream, or on another: see [`prove_msms`] for why the upload ahead allocates here).
+fn allocate_for(dev: &GpuDevice, asg: &Assignment) -> cuzk_kernels::Result<Uploaded> {
     let m = domain_points(asg);
     let zeroed = |len: usize| alloc(dev, if m < 2 { 0 } else { len });
-    let scratch = match coded_scratch_len(asg.a.len(), asg.aux.len()) {
-        Some((len, values)) if coded => Some(dev.coded_scratch(len, values)?),
-        _ => None,
-    };
     Ok(Uploaded {
         m,
         aux_len: asg.aux.len(),
         took: Duration::ZERO,
-        sent: 0,
         a: zeroed(m)?,
         b: zeroed(m)?,
         c: zeroed(m)?,
         aux: alloc(dev, asg.aux.len())?,
-        scratch,
     })
 }
 
 /// Copies `asg` into buffers from [`allocate_for`], on `dev`'s stream, through `staging`
-/// when given (coded where the scratch allows, see [`cuzk_kernels::coded`]).
-///
-/// The scratch stays in `to` until the partition that uses these buffers starts: it was
-/// allocated on the proving stream, and a buffer dropped waits, on the stream it was
-/// allocated on, for the last work that used it; dropped here, on the side stream's
-/// thread, it would hold the current partition's remaining kernels back until this upload
-/// had finished.
+/// when given.
 fn fill(
     dev: &GpuDevice,
     asg: &Assignment,
     to: &mut Uploaded,
     mut staging: Option<&mut Staging>,
 ) -> cuzk_kernels::Result<()> {
-    let Uploaded {
-        a,
-        b,
-        c,
-        aux,
-        scratch,
-        sent: total,
-        ..
-    } = to;
-    let pairs = [(&asg.a, a), (&asg.b, b), (&asg.c, c), (&asg.aux, aux)];
-    let mut sent = 0;
+    let pairs = [
+        (&asg.a, &mut to.a),
+        (&asg.b, &mut to.b),
+        (&asg.c, &mut to.c),
+        (&asg.aux, &mut to.aux),
+    ];
     for (v, buf) in pairs {
         if let Some(buf) = buf.as_mut() {
-            sent += match (staging.as_deref_mut(), scratch.as_mut()) {
-                (Some(st), Some(sc)) => dev.copy_to_device_coded(st, sc, v, buf)?,
-                (Some(st), None) => dev
-                    .copy_to_device_staged(st, v, buf, 0)
-                    .map(|()| v.len() * 32)?,
-                (None, _) => dev.copy_to_device_at(v, buf, 0).map(|()| v.len() * 32)?,
-            };
+            match staging.as_deref_mut() {
+                Some(st) => dev.copy_to_device_staged(st, v, buf, 0)?,
+                None => dev.copy_to_device_at(v, buf, 0)?,
+            }
         }
     }
-    *total = sent;
     Ok(())
 }
 
@@ -471,7 +426,7 @@ pub fn prove_msms(
             // an allocation on the side stream could reuse memory freed on this stream and
             // then wait for this stream's kernels, which would serialise the copies behind them
             // (measured: the upload then ended with the kernels). Only copies go on the side.
-            let target = allocate_for(dev, ahead.assignment, staging.is_some());
+            let target = allocate_for(dev, ahead.assignment);
             scope.spawn(move || {
                 let span = info_span!("upload_ahead", device = %ahead.dev.pci_id());
                 span.in_scope(|| {
@@ -496,10 +451,8 @@ pub fn prove_msms(
             b: d_b,
             c: d_c,
             aux: d_aux,
-            scratch,
             ..
         } = on_device;
-        drop(scratch); // the coded copies are done (in stream order) before the kernels
         let bytes = (a.len() + b.len() + c.len()) * 32;
         release((a, b, c), bytes); // host copies: the device has them now
 

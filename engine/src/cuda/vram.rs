@@ -9,7 +9,6 @@
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
-use cuzk_kernels::coded::CodedScratch;
 use cuzk_kernels::{msm_scratch_bytes, G1, G2};
 
 /// Bytes of one Fr scalar on the device.
@@ -66,13 +65,8 @@ pub fn working_bytes(q: &QueryLens, num_constraints: usize) -> u64 {
     let b_scalars = q.b_g1 as u64 * SCALAR_BYTES;
     // bitmap words and their prefix counts, uploaded for one compaction
     let bitmap = (q.l as u64).div_ceil(64) * (8 + 4);
-    // the coded copies' scratch, held during the upload only
-    let scratch = super::partition::coded_scratch_len(num_constraints, q.l)
-        .map_or(0, |(len, values)| CodedScratch::bytes_for(len, values));
     let phases = [
-        // upload: a, b, c and aux on the device, and the coded copies' scratch
-        3 * domain + aux + scratch,
-        // H: a, b, c and aux
+        // upload and H: a, b, c and aux on the device
         3 * domain + aux,
         // H MSM over the first m - 1 of the m coefficients
         domain + aux + msm_scratch_bytes::<G1>(q.h),
@@ -128,11 +122,6 @@ mod tests {
         let w = working_bytes(&q, 130_278_541);
         let m = 1u64 << 27;
         assert!(w >= 3 * m * 32 + q.l as u64 * 32, "a, b, c and aux");
-        // and the coded copies' scratch during the upload: half the longest vector's values
-        assert!(
-            w >= 3 * m * 32 + q.l as u64 * 32 + 130_278_541 / 2 * 32,
-            "coded scratch"
-        );
         assert!(w >= msm_scratch_bytes::<G1>(q.h));
         // fits an H200 next to its resident bases, with room to spare
         let total = vram_needed(&q, 130_278_541);
@@ -148,13 +137,10 @@ mod tests {
         };
         assert!(working_bytes(&small, 1025) >= working_bytes(&small, 1024));
         let no_msm = QueryLens::default();
-        let (n0, n1) = (1usize << 20, (1usize << 20) + 1);
-        let scratch_growth =
-            CodedScratch::bytes_for(n1, n1 / 2) - CodedScratch::bytes_for(n0, n0 / 2);
         assert_eq!(
-            working_bytes(&no_msm, n1) - working_bytes(&no_msm, n0),
-            3 * (1 << 20) * 32 + scratch_growth,
-            "a, b and c at 2^21 instead of 2^20 (and the scratch of one more element)"
+            working_bytes(&no_msm, (1 << 20) + 1) - working_bytes(&no_msm, 1 << 20),
+            3 * (1 << 20) * 32,
+            "a, b and c at 2^21 instead of 2^20"
         );
         assert!(working_bytes(&QueryLens::default(), 0) >= NTT_TABLES_BYTES);
     }
