@@ -10,12 +10,16 @@
 //   msm_histogram   count points per (window, bucket)
 //   msm_block_sums, msm_scan   exclusive prefix sum of the counts (two levels)
 //   msm_scatter     write (point index | sign << 31) into per-bucket lists
-//   msm_parts, msm_part_bucket  split each bucket into parts of at most k entries
-//   msm_accumulate  one thread per part sums its affine points in XYZZ
-//   msm_tree_round  pairwise sums of the parts of each bucket, log2(most parts) rounds, so a
-//                   crowded bucket (all the scalars equal to 1 land in one) is summed in
-//                   logarithmic depth instead of by one thread
-//   msm_combine     bucket b takes its first part (the sum after the rounds)
+//   msm_run_first   run j (entries [j*k, (j+1)*k) of the bucket lists, across bucket and
+//                   window boundaries) learns the bucket its first entry belongs to
+//   msm_accumulate  one thread per run sums its affine points in XYZZ: exactly k additions
+//                   per thread, whatever the bucket sizes, so no warp waits for its largest
+//                   bucket; a bucket that ends inside the run and began in it is written to
+//                   `buckets` at once, the pieces of a bucket split over runs to `partial`
+//   msm_fix_round   pairwise sums of a split bucket's pieces (contiguous in `partial`),
+//                   log2(longest) rounds, so a crowded bucket (all the scalars equal to 1
+//                   land in one) is summed in logarithmic depth
+//   msm_fix_store   a split bucket takes the sum of its pieces
 //   msm_segments    per window segment: running sums weighted by bucket index
 //   msm_sum_groups  sums consecutive groups of XYZZ points (tree reduction)
 //   (host)          Horner over windows with blstrs
@@ -151,24 +155,21 @@ extern "C" __global__ void MSM_NAME(msm_scan)(const u32* __restrict__ counts, u3
     if (t == blockDim.x - 1) offsets[block_end] = b0 + sums[t];
 }
 
-// Parts per bucket: a bucket of c entries is summed by max(1, ceil(c / k)) threads;
-// most_parts[0] receives the largest count (it must start at 0).
-extern "C" __global__ void MSM_NAME(msm_parts)(const u32* __restrict__ offsets, u32 nbuckets, u32 k,
-                                               u32* __restrict__ parts, u32* __restrict__ most_parts) {
+// Run j covers entries [j * k, (j + 1) * k) of the bucket lists. One thread per bucket b
+// writes run_first[j] = b for every run whose first entry lies in b (each run's first
+// entry lies in exactly one non-empty bucket), and raises longest[0] to the number of
+// `partial` slots of b when b is split over runs (2 * (last run - first run)).
+extern "C" __global__ void MSM_NAME(msm_run_first)(const u32* __restrict__ offsets, u32 nbuckets, u32 k,
+                                                     u32* __restrict__ run_first, u32* __restrict__ longest) {
     u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nbuckets) return;
-    u32 c = offsets[b + 1] - offsets[b];
-    u32 p = max(1u, (c + k - 1) / k);
-    parts[b] = p;
-    if (p > 1) atomicMax(most_parts, p);
-}
-
-// part_bucket[p] = the bucket part p belongs to.
-extern "C" __global__ void MSM_NAME(msm_part_bucket)(const u32* __restrict__ part_offsets, u32 nbuckets,
-                                                     u32* __restrict__ part_bucket) {
-    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nbuckets) return;
-    for (u32 p = part_offsets[b]; p < part_offsets[b + 1]; p++) part_bucket[p] = b;
+    u32 s = offsets[b];
+    u32 e = offsets[b + 1];
+    if (s == e) return;
+    for (u32 j = (s + k - 1) / k; j < (e + k - 1) / k; j++) run_first[j] = b;
+    u32 t0 = s / k;
+    u32 t1 = (e - 1) / k;
+    if (t1 > t0) atomicMax(longest, 2 * (t1 - t0));
 }
 
 extern "C" __global__ void MSM_NAME(msm_scatter)(const Fr* __restrict__ canon, u32 n, u32 c, u32 nw,
@@ -191,72 +192,128 @@ extern "C" __global__ void MSM_NAME(msm_scatter)(const Fr* __restrict__ canon, u
 #endif  // MSM_ACCUMULATE_ONLY
 
 #ifndef MSM_NO_ACCUMULATE
-// One thread per part: partial[p] = sum of at most k (possibly negated) affine points of
-// one bucket, so that a crowded bucket is shared by several threads. The next entry is
-// loaded before the current point is added, so its memory latency overlaps the addition
-// (few warps fit beside this kernel's registers to hide it otherwise); in G1 the next
-// point too (a G2 point does not fit in the registers left: ptxas spills).
+// The smallest bucket b >= lo whose entries reach past entry i (offsets[b + 1] > i); one
+// exists below nbuckets because i < offsets[nbuckets]. Galloping, then bisection: a run of
+// empty buckets (common in the upper windows of short scalars) costs its logarithm.
+DEVI u32 bucket_after(const u32* __restrict__ offsets, u32 nbuckets, u32 lo, u32 i) {
+    if (offsets[lo + 1] > i) return lo;
+    u32 step = 1;
+    u32 hi = lo + 1;  // offsets[lo + 1] <= i
+    while (offsets[hi + 1] <= i) {
+        lo = hi;
+        step <<= 1;
+        hi = min(lo + step, nbuckets - 1);
+    }
+    // offsets[lo + 1] <= i < offsets[hi + 1]
+    while (hi - lo > 1) {
+        u32 mid = lo + (hi - lo) / 2;
+        if (offsets[mid + 1] > i) hi = mid;
+        else lo = mid;
+    }
+    return hi;
+}
+
+// One thread per run t of k consecutive entries (the last one may be shorter). It sums
+// each bucket's (possibly negated) affine points in XYZZ; a bucket's sum goes to
+//   buckets[b]         when the bucket lies wholly in this run,
+//   partial[2t]        when the bucket began before this run (its middle or last piece),
+//   partial[2t + 1]    when it began in this run and goes on after it (its first piece).
+// So a bucket split over runs t0 < t1 has its pieces in partial[2 t0 + 1 .. 2 t1], and
+// the slots in between that no bucket writes stay zero (infinity): `buckets` and `partial`
+// must be zeroed by the caller. The next entry is loaded before the current point is added,
+// so its memory latency overlaps the addition; in G1 the next point too (a G2 point does
+// not fit in the registers left: ptxas spills).
 #if defined(MSM_G1)
 #define MSM_PREFETCH_POINT true
 #else
 #define MSM_PREFETCH_POINT false
 #endif
 extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
-                                                    const u32* __restrict__ offsets,
-                                                    const u32* __restrict__ part_offsets,
-                                                    const u32* __restrict__ part_bucket, u32 nparts, u32 k,
-                                                    PXyzz* __restrict__ partial) {
-    u32 p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= nparts) return;
-    u32 b = part_bucket[p];
-    u32 begin = offsets[b] + (p - part_offsets[b]) * k;
-    u32 end = min(begin + k, offsets[b + 1]);
+                                                    const u32* __restrict__ offsets, u32 nbuckets,
+                                                    const u32* __restrict__ run_first, u32 nruns, u32 entries,
+                                                    u32 k, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nruns) return;
+    u32 begin = t * k;  // < entries: the host launches ceil(entries / k) runs
+    u32 end = min(begin + k, entries);  // entries + k < 2^32 (at most 33 digits a scalar)
+    u32 b = run_first[t];
+    u32 bend = offsets[b + 1];
+    bool head = offsets[b] < begin;
     PXyzz acc = PXyzz::inf();
-    if (begin < end) {
-        u32 e = sorted[begin];
-        PAffine next;
-        if (MSM_PREFETCH_POINT) next = bases[e & 0x7fffffffu];
-        for (u32 i = begin; i < end; i++) {
-            PAffine q = MSM_PREFETCH_POINT ? next : bases[e & 0x7fffffffu];
-            bool negate = e >> 31;
-            if (i + 1 < end) {
-                e = sorted[i + 1];
-                if (MSM_PREFETCH_POINT) next = bases[e & 0x7fffffffu];
-            }
-            if (negate) q = neg(q);
-            xyzz_add_affine(acc, q);
+    u32 e = sorted[begin];
+    PAffine next;
+    if (MSM_PREFETCH_POINT) next = bases[e & 0x7fffffffu];
+    for (u32 i = begin; i < end; i++) {
+        if (i == bend) {
+            // bucket b ends here: it began in this run unless `head`
+            if (head) partial[2 * t] = acc;
+            else buckets[b] = acc;
+            head = false;
+            b = bucket_after(offsets, nbuckets, b + 1, i);
+            bend = offsets[b + 1];
+            acc = PXyzz::inf();
         }
+        PAffine q = MSM_PREFETCH_POINT ? next : bases[e & 0x7fffffffu];
+        bool negate = e >> 31;
+        if (i + 1 < end) {
+            e = sorted[i + 1];
+            if (MSM_PREFETCH_POINT) next = bases[e & 0x7fffffffu];
+        }
+        if (negate) q = neg(q);
+        xyzz_add_affine(acc, q);
     }
-    partial[p] = acc;
+    bool tail = bend > end;
+    if (head) partial[2 * t] = acc;
+    else if (tail) partial[2 * t + 1] = acc;
+    else buckets[b] = acc;
 }
 
 #endif  // MSM_NO_ACCUMULATE
 
 #ifndef MSM_ACCUMULATE_ONLY
-// One round of the pairwise sum of each bucket's parts: with `stride` = 2^r, the part at
-// local index j (j a multiple of 2 * stride) adds the part at j + stride when it exists.
-// After rounds r = 0 .. ceil(log2(most parts)) - 1 the first part of each bucket holds the
-// bucket's sum. Rounds are separate launches, so every read sees the previous round's writes.
-extern "C" __global__ void MSM_NAME(msm_tree_round)(PXyzz* __restrict__ partial, const u32* __restrict__ part_offsets,
-                                                    const u32* __restrict__ part_bucket, u32 nparts, u32 stride) {
+// The bucket split at run boundary q (between runs q - 1 and q), if any: the bucket of
+// run q's first entry, when it began before that entry. Sets [first, end) to its pieces'
+// slots in `partial` (see msm_accumulate).
+DEVI bool split_at(const u32* __restrict__ offsets, const u32* __restrict__ run_first, u32 q, u32 k, u32& b,
+                   u32& first, u32& end) {
+    b = run_first[q];
+    u32 s = offsets[b];
+    if (s == q * k) return false;
+    first = 2 * (s / k) + 1;
+    end = 2 * ((offsets[b + 1] - 1) / k) + 1;
+    return true;
+}
+
+// One round of the pairwise sum of each split bucket's pieces: with `stride` = 2^r, the
+// slot at offset j from the bucket's first slot (j a multiple of 2 * stride) adds the slot
+// at j + stride when it is the bucket's. After rounds r = 0 .. ceil(log2(longest)) - 1 the
+// first slot holds the bucket's sum. One thread per slot p (1 <= p < 2 nruns - 1: slots
+// 2q - 1 and 2q are those of run boundary q); rounds are separate launches, so every read
+// sees the previous round's writes.
+extern "C" __global__ void MSM_NAME(msm_fix_round)(PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
+                                                   const u32* __restrict__ run_first, u32 nruns, u32 k,
+                                                   u32 stride) {
     u32 p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= nparts) return;
-    u32 b = part_bucket[p];
-    u32 first = part_offsets[b];
-    u32 local = p - first;
-    if ((local & (2 * stride - 1)) != 0) return;
-    if (local + stride >= part_offsets[b + 1] - first) return;
+    if (p == 0 || p + 1 >= 2 * nruns) return;
+    u32 b, first, end;
+    if (!split_at(offsets, run_first, (p + 1) / 2, k, b, first, end)) return;
+    if (((p - first) & (2 * stride - 1)) != 0) return;
+    if (p + stride >= end) return;
     PXyzz acc = partial[p];
     xyzz_add(acc, partial[p + stride]);
     partial[p] = acc;
 }
 
-// One thread per bucket: buckets[b] = its first part (its sum after the tree rounds).
-extern "C" __global__ void MSM_NAME(msm_combine)(const PXyzz* __restrict__ partial, const u32* __restrict__ part_offsets,
-                                                 u32 nbuckets, PXyzz* __restrict__ buckets) {
-    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nbuckets) return;
-    buckets[b] = partial[part_offsets[b]];
+// One thread per run boundary: a split bucket takes its first slot (the sum after the
+// rounds), written by the boundary just after the bucket's first run.
+extern "C" __global__ void MSM_NAME(msm_fix_store)(const PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
+                                                   const u32* __restrict__ run_first, u32 nruns, u32 k,
+                                                   PXyzz* __restrict__ buckets) {
+    u32 q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q == 0 || q >= nruns) return;
+    u32 b, first, end;
+    if (!split_at(offsets, run_first, q, k, b, first, end)) return;
+    if (2 * q - 1 == first) buckets[b] = partial[first];
 }
 
 // One thread per (window, segment of `seg` buckets): out = sum_{b in segment} (b + 1) * B_b,

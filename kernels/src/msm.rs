@@ -6,10 +6,11 @@
 //!
 //! Algorithm (see `cuda/msm.cu`): Pippenger with signed c-bit digits (2^(c-1) buckets per
 //! window), c and the number of windows chosen from the scalars' bit lengths
-//! ([`WindowPlan`]), a counting sort of (point, sign) entries by bucket, buckets split into
-//! parts of at most k entries, one thread per part accumulating affine points in XYZZ
-//! coordinates, the parts of each bucket summed pairwise (a crowded bucket, such as the one
-//! all the scalars equal to 1 land in, costs log depth), parallel running sums per window
+//! ([`WindowPlan`]), a counting sort of (point, sign) entries by bucket, the sorted entries
+//! cut into runs of k (across bucket boundaries), one thread per run accumulating affine
+//! points in XYZZ coordinates (every thread the same number of additions), the pieces of a
+//! bucket split over runs summed pairwise (a crowded bucket, such as the one all the scalars
+//! equal to 1 land in, costs log depth), parallel running sums per window
 //! segment, a tree reduction per window, and a final Horner step over windows on the host
 //! with blstrs. Inputs of more than [`MAX_CHUNK`] points are processed in chunks whose
 //! results are added.
@@ -449,46 +450,41 @@ impl GpuDevice {
         drop(canon);
         mark("scatter");
 
-        // 5. split buckets into parts of at most k entries. k is 4x the mean bucket size over
-        // the entries that exist (zero digits make none, so small scalars make few): measured on
-        // an H200, k = mean cost 15% more than no split (more partial sums to write and
-        // combine); the split is there for crowded buckets (all the scalars equal to 1 land in
-        // one bucket, and the top window has few buckets).
-        let k = (4 * entries.div_ceil(nbuckets)).max(16) as u32;
-        let mut parts = alloc_u32(nbuckets)?;
-        let mut most_parts = alloc_u32(1)?;
-        let f = kernel("msm_parts")?;
+        // 5. runs of k consecutive entries, across bucket boundaries: one thread each, so
+        // every thread makes k additions whatever the bucket sizes (with one thread per bucket,
+        // a warp waited for its largest bucket: 85% of the additions' time did work for random
+        // G1 scalars at 2^26, 73% for G2 at 2^24, from the Poisson spread of bucket sizes).
+        // k is twice the mean bucket size, so there are at most nbuckets / 2 + 1 runs and
+        // nbuckets + 2 piece slots (msm_scratch_bytes counts 1.25 nbuckets + 1).
+        let k = (2 * entries.div_ceil(nbuckets)).max(16) as u32;
+        let nruns = entries.div_ceil(k as usize);
+        let (nruns32, entries32) = (nruns as u32, entries as u32);
+        let mut run_first = alloc_u32(nruns)?;
+        let mut longest = alloc_u32(1)?;
+        let f = kernel("msm_run_first")?;
         let mut l = stream.launch_builder(&f);
         l.arg(&offsets)
             .arg(&nbuckets32)
             .arg(&k)
-            .arg(&mut parts)
-            .arg(&mut most_parts);
-        // SAFETY: (const u32* offsets[nbuckets + 1], u32 nbuckets, u32 k, u32* parts[nbuckets],
-        // u32* most_parts[1], zeroed).
-        unsafe { l.launch(cfg(nbuckets, 256)) }.map_err(self.drv("launching msm_parts"))?;
-        let mut part_offsets = alloc_u32(nbuckets + 1)?;
-        self.exclusive_scan::<C>(&parts, nbuckets, &mut part_offsets, None)?;
-        drop(parts);
-        let nparts = self.read_back(
-            &part_offsets.slice(nbuckets..nbuckets + 1),
-            "reading the MSM part count",
-        )?;
-        let most_parts = self.read_back(&most_parts, "reading the MSM part count")?;
-        let nparts = nparts[0] as usize;
-        let nparts32 = nparts as u32;
-        // rounds of the pairwise sum: ceil(log2(most parts)), 0 when no bucket was split
-        let rounds = most_parts[0].max(1).next_power_of_two().trailing_zeros();
-        let mut part_bucket = alloc_u32(nparts)?;
-        let f = kernel("msm_part_bucket")?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(&part_offsets).arg(&nbuckets32).arg(&mut part_bucket);
-        // SAFETY: (const u32* part_offsets[nbuckets + 1], u32 nbuckets, u32* part_bucket[nparts]).
-        unsafe { l.launch(cfg(nbuckets, 256)) }.map_err(self.drv("launching msm_part_bucket"))?;
-        mark("parts");
+            .arg(&mut run_first)
+            .arg(&mut longest);
+        // SAFETY: (const u32* offsets[nbuckets + 1], u32 nbuckets, u32 k, u32* run_first[nruns],
+        // u32* longest[1], zeroed); the runs a bucket writes start below offsets[nbuckets] =
+        // entries, so their indices are < ceil(entries / k) = nruns.
+        unsafe { l.launch(cfg(nbuckets, 256)) }.map_err(self.drv("launching msm_run_first"))?;
+        let longest = self.read_back(&longest, "reading the MSM's longest split bucket")?;
+        // rounds of the pairwise sum: ceil(log2(most pieces)), 0 when no bucket was split
+        let rounds = longest[0].max(1).next_power_of_two().trailing_zeros();
+        mark("runs");
 
-        // 6. partial bucket sums, then bucket sums
-        let mut partial = alloc_xyzz(nparts)?;
+        // 6. bucket sums: whole buckets straight from the runs, split ones from their pieces
+        let alloc_zeroed_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
+            stream
+                .alloc_zeros::<u64>(count * C::XYZZ_LIMBS)
+                .map_err(self.drv("allocating MSM buckets"))
+        };
+        let mut buckets = alloc_zeroed_xyzz(nbuckets)?;
+        let mut partial = alloc_zeroed_xyzz(2 * nruns)?;
         let f = self.function(
             &C::ACCUMULATE_MODULE,
             &format!("msm_accumulate{}", C::SUFFIX),
@@ -497,47 +493,53 @@ impl GpuDevice {
         l.arg(&bases)
             .arg(&sorted)
             .arg(&offsets)
-            .arg(&part_offsets)
-            .arg(&part_bucket)
-            .arg(&nparts32)
+            .arg(&nbuckets32)
+            .arg(&run_first)
+            .arg(&nruns32)
+            .arg(&entries32)
             .arg(&k);
-        l.arg(&mut partial);
-        // SAFETY: (const Affine* bases[n], const u32* sorted, const u32* offsets[nbuckets + 1],
-        // const u32* part_offsets, const u32* part_bucket[nparts], u32 nparts, u32 k,
-        // Xyzz* partial[nparts]); sorted entries index points < n.
-        unsafe { l.launch(cfg(nparts, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
+        l.arg(&mut buckets).arg(&mut partial);
+        // SAFETY: (const Affine* bases[n], const u32* sorted[entries], const u32* offsets[nbuckets + 1],
+        // u32 nbuckets, const u32* run_first[nruns], u32 nruns, u32 entries, u32 k,
+        // Xyzz* buckets[nbuckets] zeroed, Xyzz* partial[2 * nruns] zeroed); sorted entries
+        // index points < n; a thread writes buckets it holds wholly and its own two slots.
+        unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
         drop(sorted);
         mark("accumulate");
-        let f = kernel("msm_tree_round")?;
+        let f = kernel("msm_fix_round")?;
         for r in 0..rounds {
             let stride = 1u32 << r;
             let mut l = stream.launch_builder(&f);
             l.arg(&mut partial)
-                .arg(&part_offsets)
-                .arg(&part_bucket)
-                .arg(&nparts32)
+                .arg(&offsets)
+                .arg(&run_first)
+                .arg(&nruns32)
+                .arg(&k)
                 .arg(&stride);
-            // SAFETY: (Xyzz* partial[nparts], const u32* part_offsets[nbuckets + 1],
-            // const u32* part_bucket[nparts], u32 nparts, u32 stride); a thread reads
-            // partial[p + stride] only when that part belongs to the same bucket.
-            unsafe { l.launch(cfg(nparts, 128)) }.map_err(self.drv("launching msm_tree_round"))?;
+            // SAFETY: (Xyzz* partial[2 * nruns], const u32* offsets[nbuckets + 1],
+            // const u32* run_first[nruns], u32 nruns, u32 k, u32 stride); thread p writes
+            // only slot p and reads slot p + stride < 2 * nruns only inside the same split
+            // bucket's pieces.
+            unsafe { l.launch(cfg(2 * nruns, 128)) }.map_err(self.drv("launching msm_fix_round"))?;
         }
-        drop(part_bucket);
-        mark("combine");
-        let mut buckets = alloc_xyzz(nbuckets)?;
-        let f = kernel("msm_combine")?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(&partial)
-            .arg(&part_offsets)
-            .arg(&nbuckets32)
-            .arg(&mut buckets);
-        // SAFETY: (const Xyzz* partial[nparts], const u32* part_offsets[nbuckets + 1], u32 nbuckets,
-        // Xyzz* buckets[nbuckets]); every bucket has at least one part.
-        unsafe { l.launch(cfg(nbuckets, 128)) }.map_err(self.drv("launching msm_combine"))?;
+        if rounds > 0 {
+            let f = kernel("msm_fix_store")?;
+            let mut l = stream.launch_builder(&f);
+            l.arg(&partial)
+                .arg(&offsets)
+                .arg(&run_first)
+                .arg(&nruns32)
+                .arg(&k)
+                .arg(&mut buckets);
+            // SAFETY: (const Xyzz* partial[2 * nruns], const u32* offsets[nbuckets + 1],
+            // const u32* run_first[nruns], u32 nruns, u32 k, Xyzz* buckets[nbuckets]);
+            // each split bucket is written by one boundary.
+            unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_fix_store"))?;
+        }
         drop(partial);
         drop(offsets);
-        drop(part_offsets);
-        mark("gather");
+        drop(run_first);
+        mark("fix");
 
         // 7. weighted window sums per segment
         let seg = (nbuckets / 65536).next_power_of_two().clamp(1, nb);
@@ -666,8 +668,8 @@ pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
     let nw = u64::from(256u32.div_ceil(c));
     let nbuckets = nw << (c - 1);
     let entries = n * nw + 3 * nbuckets + n;
-    // each bucket of e entries has max(1, ceil(e / k)) <= 1 + e / k parts, and with
-    // k = max(16, 4 * entries / buckets) the e / k terms add up to at most buckets / 4
+    // the accumulation's runs of k >= 2 * entries / buckets entries: at most buckets / 2 + 1
+    // runs, two piece slots each (the bound keeps the former per-bucket parts' 1.25 buckets)
     let nparts = nbuckets + nbuckets / 4 + 1;
     let xyzz = C::XYZZ_LIMBS as u64 * 8;
     let canon = n * 32;
