@@ -147,6 +147,11 @@ impl GpuDevice {
             .compute_capability()
             .map_err(drv("reading the compute capability"))?;
         keep_pool_memory(&ctx).map_err(drv("configuring the memory pool"))?;
+        ctx.set_limit(
+            sys::CUlimit::CU_LIMIT_STACK_SIZE,
+            compile::KERNEL_STACK_BYTES,
+        )
+        .map_err(drv("reserving the kernels' stack"))?;
         let stream = ctx.default_stream();
         tracing::debug!(%pci, name, total_memory, major, minor, "opened CUDA device");
         Ok(Self {

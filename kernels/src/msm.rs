@@ -30,6 +30,10 @@ use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
 /// Largest number of points one pipeline run handles; larger inputs are chunked.
 pub const MAX_CHUNK: usize = 1 << 26;
 
+/// Most windows a plan may have (`MSM_MAX_WINDOWS` in `cuda/msm.cu`): c >= 8 bits and
+/// scalars below 2^255 need at most ceil(256 / 8).
+const MAX_WINDOWS: u32 = 32;
+
 /// A curve group the MSM kernels are instantiated for.
 pub trait MsmCurve: Send + Sync + 'static {
     /// Affine point type as stored on the device.
@@ -403,6 +407,13 @@ impl GpuDevice {
         let Some(WindowPlan { c, windows: nw }) = WindowPlan::choose(&bit_hist, n) else {
             return Ok(C::Projective::identity()); // every scalar is zero
         };
+        if nw > MAX_WINDOWS {
+            // cannot happen (c >= 8, scalars below 2^255); the scatter keeps one register a window
+            return Err(Error::Unsupported {
+                op: "msm",
+                detail: format!("{nw} windows of {c} bits (the kernels hold at most {MAX_WINDOWS})"),
+            });
+        }
         let nb = 1usize << (c - 1);
         let nbuckets = nw as usize * nb;
         let nbuckets32 = nbuckets as u32;
@@ -454,9 +465,11 @@ impl GpuDevice {
         // every thread makes k additions whatever the bucket sizes (with one thread per bucket,
         // a warp waited for its largest bucket: 85% of the additions' time did work for random
         // G1 scalars at 2^26, 73% for G2 at 2^24, from the Poisson spread of bucket sizes).
-        // k is twice the mean bucket size, so there are at most nbuckets / 2 + 1 runs and
-        // nbuckets + 2 piece slots (msm_scratch_bytes counts 1.25 nbuckets + 1).
-        let k = (2 * entries.div_ceil(nbuckets)).max(16) as u32;
+        // k is four times the mean bucket size, so there are at most nbuckets / 4 + 1 runs
+        // and nbuckets / 2 + 2 piece slots (msm_scratch_bytes counts 1.25 nbuckets + 1); each
+        // run boundary splits a bucket, whose pieces cost one more (non-mixed) addition: at
+        // twice the mean, that was 38 ms of a 2^24 G2 MSM.
+        let k = (4 * entries.div_ceil(nbuckets)).max(16) as u32;
         let nruns = entries.div_ceil(k as usize);
         let (nruns32, entries32) = (nruns as u32, entries as u32);
         let mut run_first = alloc_u32(nruns)?;
@@ -506,7 +519,10 @@ impl GpuDevice {
         unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
         drop(sorted);
         mark("accumulate");
-        let f = kernel("msm_fix_round")?;
+        let accumulate_kernel = |name: &str| {
+            self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX))
+        };
+        let f = accumulate_kernel("msm_fix_round")?;
         for r in 0..rounds {
             let stride = 1u32 << r;
             let mut l = stream.launch_builder(&f);
@@ -523,7 +539,7 @@ impl GpuDevice {
             unsafe { l.launch(cfg(2 * nruns, 128)) }.map_err(self.drv("launching msm_fix_round"))?;
         }
         if rounds > 0 {
-            let f = kernel("msm_fix_store")?;
+            let f = accumulate_kernel("msm_fix_store")?;
             let mut l = stream.launch_builder(&f);
             l.arg(&partial)
                 .arg(&offsets)
@@ -668,7 +684,7 @@ pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
     let nw = u64::from(256u32.div_ceil(c));
     let nbuckets = nw << (c - 1);
     let entries = n * nw + 3 * nbuckets + n;
-    // the accumulation's runs of k >= 2 * entries / buckets entries: at most buckets / 2 + 1
+    // the accumulation's runs of k >= 4 * entries / buckets entries: at most buckets / 4 + 1
     // runs, two piece slots each (the bound keeps the former per-bucket parts' 1.25 buckets)
     let nparts = nbuckets + nbuckets / 4 + 1;
     let xyzz = C::XYZZ_LIMBS as u64 * 8;
@@ -779,6 +795,19 @@ mod tests {
             assert!((8..=20).contains(&c));
             // every index fits in 31 bits and n * nw in u32
             assert!((n.min(MAX_CHUNK) as u64) * 256u64.div_ceil(c as u64) < 1 << 32);
+        }
+        // the widest scalars (255 bits) at every size and mix: never more windows than the
+        // scatter's registers hold
+        for log in 0..=26u32 {
+            let n = 1usize << log;
+            for h in [
+                hist_of(&[(255, n as u32)]),
+                hist_of(&[(255, 1), (1, n as u32)]),
+                hist_of(&[(255, 1), (0, n as u32)]),
+            ] {
+                let p = WindowPlan::choose(&h, n).unwrap();
+                assert!(p.windows <= MAX_WINDOWS, "n=2^{log}: {p:?}");
+            }
         }
     }
 }

@@ -5,11 +5,12 @@
 //! this test fails, on purpose: broken CUDA must not land silently.
 
 use cuzk_kernels::compile::{
-    compile_module, ensure_nvrtc, nvrtc_version, KernelModule, MODULES, MSM_G1, MSM_G1_ACCUMULATE,
+    compile_module, compile_module_with, ensure_nvrtc, KERNEL_STACK_BYTES, nvrtc_version, KernelModule, MODULES, MSM_G1, MSM_G1_ACCUMULATE,
     MSM_G2, MSM_G2_ACCUMULATE,
 };
 
 /// MSM kernels the host launches from [`MSM_G1`] / [`MSM_G2`] (before the `_g1`/`_g2` suffix).
+/// The inlined modules ([`MSM_G1_ACCUMULATE`] / [`MSM_G2_ACCUMULATE`]) hold [`ACCUMULATE_KERNELS`].
 const MSM_KERNELS: &[&str] = &[
     "msm_scalars",
     "msm_histogram",
@@ -17,13 +18,35 @@ const MSM_KERNELS: &[&str] = &[
     "msm_scan",
     "msm_run_first",
     "msm_scatter",
-    "msm_fix_round",
-    "msm_fix_store",
     "msm_segments",
     "msm_sum_groups",
     "curve_test_ops",
     "curve_madd_rate",
 ];
+
+/// MSM kernels the host launches from the inlined modules (no calls through the ABI).
+const ACCUMULATE_KERNELS: &[&str] = &["msm_accumulate", "msm_fix_round", "msm_fix_store"];
+
+/// Every stack size ptxas's verbose log reports ("N bytes stack frame", "N bytes cumulative
+/// stack size").
+fn stack_sizes(log: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for line in log.lines() {
+        for marker in [" bytes stack frame", " bytes cumulative stack size"] {
+            if let Some(end) = line.find(marker) {
+                let digits: String = line[..end]
+                    .chars()
+                    .rev()
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect();
+                if let Ok(n) = digits.chars().rev().collect::<String>().parse() {
+                    out.push(n);
+                }
+            }
+        }
+    }
+    out
+}
 
 /// Whether the CUBIN (an ELF file) names `symbol`: its string tables hold each kernel's name,
 /// NUL-terminated.
@@ -42,7 +65,17 @@ fn kernels_compile_for_sm_90() {
     let t = std::time::Instant::now();
     let mut cubins = Vec::with_capacity(MODULES.len());
     for m in MODULES {
-        let cubin = compile_module(m, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        let (cubin, log) = compile_module_with(m, "sm_90", &["--ptxas-options=-v"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        // every kernel's stack fits what each context reserves up front (KERNEL_STACK_BYTES)
+        let stacks = stack_sizes(&log);
+        assert!(!stacks.is_empty(), "{}: no ptxas report in {log}", m.name);
+        let most = stacks.iter().copied().max().unwrap_or(0);
+        assert!(
+            most <= KERNEL_STACK_BYTES,
+            "{}: a kernel needs {most} bytes of stack, contexts reserve {KERNEL_STACK_BYTES}",
+            m.name
+        );
         println!(
             "nvrtc {major}.{minor}: {} -> {} bytes of CUBIN for sm_90",
             m.name,
@@ -70,12 +103,17 @@ fn kernels_compile_for_sm_90() {
             let name = format!("{k}{suffix}");
             assert!(names(cubin(main), &name), "{}: no {name}", main.name);
         }
+        for k in ACCUMULATE_KERNELS {
+            let name = format!("{k}{suffix}");
+            assert!(names(cubin(acc), &name), "{}: no {name}", acc.name);
+            assert!(
+                !names(cubin(main), &name),
+                "{}: {name} belongs to {} only",
+                main.name,
+                acc.name
+            );
+        }
         let accumulate = format!("msm_accumulate{suffix}");
-        assert!(
-            names(cubin(acc), &accumulate),
-            "{}: no {accumulate}",
-            acc.name
-        );
         assert!(
             names(cubin(acc), &format!("curve_madd_rate{suffix}")),
             "{}: no rate probe",
