@@ -270,6 +270,7 @@ impl GpuDevice {
         let span = tracing::info_span!("load_module", module = module.name, arch = %self.arch, pci = %self.pci);
         let _g = span.enter();
         let (cubin, cached) = compile::load_or_compile(module, &self.arch)?;
+        let names = entry_names(&cubin);
         let loaded = match self.ctx.load_module(Ptx::from_binary(cubin)) {
             Ok(m) => m,
             Err(e) if cached => {
@@ -283,7 +284,18 @@ impl GpuDevice {
             }
             Err(e) => return Err(self.drv("loading a module")(e)),
         };
-        tracing::debug!(cached, "module loaded");
+        // Load every kernel of the module now, as eager module loading would: loaded lazily at
+        // their first launch, beside running kernels, the MSM's kernels intermittently faulted
+        // on an H200 (docs/benchmarks.md, stop 17).
+        for name in &names {
+            if let Ok(f) = loaded.load_function(name) {
+                // SAFETY: `f` is a live function of the module loaded above.
+                unsafe { sys::cuFuncLoad(f.cu_function()) }
+                    .result()
+                    .map_err(self.drv("loading a kernel"))?;
+            }
+        }
+        tracing::debug!(cached, kernels = names.len(), "module loaded");
         Ok(match cell {
             Some(c) => c.get_or_init(|| loaded).clone(),
             None => loaded,
@@ -508,5 +520,48 @@ impl<T: DeviceElem> DeviceBuffer<T> {
     /// The raw cudarc slice, mutable.
     pub fn raw_mut(&mut self) -> &mut CudaSlice<T::Raw> {
         &mut self.inner
+    }
+}
+
+/// Names of the kernels a CUBIN may hold: every `.text.<name>` section name in its string
+/// table (device functions too; looking those up fails and they are skipped).
+fn entry_names(cubin: &[u8]) -> Vec<String> {
+    const PREFIX: &[u8] = b".text.";
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + PREFIX.len() <= cubin.len() {
+        if &cubin[i..i + PREFIX.len()] == PREFIX && (i == 0 || cubin[i - 1] == 0) {
+            let start = i + PREFIX.len();
+            let end = cubin[start..]
+                .iter()
+                .position(|&b| b == 0)
+                .map_or(cubin.len(), |p| start + p);
+            if let Ok(name) = std::str::from_utf8(&cubin[start..end]) {
+                if !name.is_empty() && !out.iter().any(|n: &String| n == name) {
+                    out.push(name.to_string());
+                }
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::entry_names;
+
+    #[test]
+    fn entry_names_reads_text_sections_once_each() {
+        let strtab = b"\0.text.msm_scatter_g1\0.nv.info.msm_scatter_g1\0.text._Z3mulv\0\
+                       x.text.not_a_section\0.text.msm_scatter_g1\0.text.ntt_pass";
+        assert_eq!(
+            entry_names(strtab),
+            vec!["msm_scatter_g1", "_Z3mulv", "ntt_pass"]
+        );
+        assert!(entry_names(b"").is_empty());
+        assert!(entry_names(b"\0.text.").is_empty());
     }
 }

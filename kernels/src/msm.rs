@@ -411,7 +411,9 @@ impl GpuDevice {
             // cannot happen (c >= 8, scalars below 2^255); the scatter keeps one register a window
             return Err(Error::Unsupported {
                 op: "msm",
-                detail: format!("{nw} windows of {c} bits (the kernels hold at most {MAX_WINDOWS})"),
+                detail: format!(
+                    "{nw} windows of {c} bits (the kernels hold at most {MAX_WINDOWS})"
+                ),
             });
         }
         let nb = 1usize << (c - 1);
@@ -519,9 +521,8 @@ impl GpuDevice {
         unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
         drop(sorted);
         mark("accumulate");
-        let accumulate_kernel = |name: &str| {
-            self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX))
-        };
+        let accumulate_kernel =
+            |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX));
         let f = accumulate_kernel("msm_fix_round")?;
         for r in 0..rounds {
             let stride = 1u32 << r;
@@ -536,7 +537,8 @@ impl GpuDevice {
             // const u32* run_first[nruns], u32 nruns, u32 k, u32 stride); thread p writes
             // only slot p and reads slot p + stride < 2 * nruns only inside the same split
             // bucket's pieces.
-            unsafe { l.launch(cfg(2 * nruns, 128)) }.map_err(self.drv("launching msm_fix_round"))?;
+            unsafe { l.launch(cfg(2 * nruns, 128)) }
+                .map_err(self.drv("launching msm_fix_round"))?;
         }
         if rounds > 0 {
             let f = accumulate_kernel("msm_fix_store")?;

@@ -5,8 +5,8 @@
 //! this test fails, on purpose: broken CUDA must not land silently.
 
 use cuzk_kernels::compile::{
-    compile_module, compile_module_with, ensure_nvrtc, KERNEL_STACK_BYTES, nvrtc_version, KernelModule, MODULES, MSM_G1, MSM_G1_ACCUMULATE,
-    MSM_G2, MSM_G2_ACCUMULATE,
+    compile_module, compile_module_with, ensure_nvrtc, nvrtc_version, KernelModule,
+    KERNEL_STACK_BYTES, MODULES, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE,
 };
 
 /// MSM kernels the host launches from [`MSM_G1`] / [`MSM_G2`] (before the `_g1`/`_g2` suffix).
