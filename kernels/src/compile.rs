@@ -67,8 +67,8 @@ pub const MSM_G2: KernelModule = KernelModule {
     defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
     sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
 };
-/// G1 `msm_accumulate_g1`, `msm_fix_round_g1`, `msm_fix_store_g1` (and `curve_madd_rate_g1`) with every field product and point
-/// operation inlined: the bucket accumulation is most of an MSM's time, and out-of-line
+/// G1 `msm_accumulate_g1`, `msm_fix_round_g1`, `msm_fix_store_g1` (and
+/// `curve_madd_rate_g1`) with every field product and point operation inlined: the bucket accumulation is most of an MSM's time, and out-of-line
 /// calls keep the accumulator in local memory (ptxas: 768-byte stack frame; inlined: none,
 /// 190 registers). Its own module so that only this kernel pays the inlined compile time.
 pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
@@ -76,7 +76,8 @@ pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
     defines: &["MSM_G1", INLINE_POINTS, ACCUMULATE_ONLY],
     sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
 };
-/// G2 `msm_accumulate_g2`, `msm_fix_round_g2`, `msm_fix_store_g2` (and `curve_madd_rate_g2`), everything inlined as in
+/// G2 `msm_accumulate_g2`, `msm_fix_round_g2`, `msm_fix_store_g2` (and
+/// `curve_madd_rate_g2`), everything inlined as in
 /// [`MSM_G1_ACCUMULATE`] (ptxas: 256-byte stack with some spills, against a 1760-byte stack
 /// out of line).
 pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
@@ -88,12 +89,12 @@ pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
 /// Per-thread stack, in bytes, every device context reserves when it is opened: at least the
 /// largest cumulative stack ptxas reports for any kernel of [`MODULES`] (`msm_segments_g2`,
 /// 4072 bytes; `kernels_compile` checks the bound), so the driver never has to grow it at a
-/// kernel's first launch. Kernels are loaded lazily (the driver's default), and growing the
-/// stack at a first launch while earlier kernels were still running corrupted local memory
-/// on an H200 (compute-sanitizer: pointers holding limbs of the modulus; illegal addresses in
-/// about half the runs of one test, none with `CUDA_MODULE_LOADING=EAGER`). On an H200 this
-/// reserves 4 KiB x 2048 threads x 132 SMs = 1.1 GiB, which the largest kernel would take at
-/// its first launch anyway.
+/// kernel's first launch. Measured on an H200 while lazily loaded kernels faulted
+/// intermittently (compute-sanitizer: pointers holding limbs of the modulus): without the
+/// reservation 5 faulting runs in 12 of one test, with it 1 in 18; the cure was loading every
+/// kernel with its module (`GpuDevice::load_module`, 60 clean runs of 60). On an H200 this
+/// reserves 4 KiB x 2048 threads x 132 SMs = 1.1 GiB, which the largest kernel takes at its
+/// first launch anyway.
 pub const KERNEL_STACK_BYTES: usize = 4096;
 
 /// Every kernel module of the crate.

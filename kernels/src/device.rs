@@ -270,7 +270,7 @@ impl GpuDevice {
         let span = tracing::info_span!("load_module", module = module.name, arch = %self.arch, pci = %self.pci);
         let _g = span.enter();
         let (cubin, cached) = compile::load_or_compile(module, &self.arch)?;
-        let names = entry_names(&cubin);
+        let mut names = entry_names(&cubin);
         let loaded = match self.ctx.load_module(Ptx::from_binary(cubin)) {
             Ok(m) => m,
             Err(e) if cached => {
@@ -278,6 +278,7 @@ impl GpuDevice {
                 tracing::warn!(error = %e, "cached CUBIN rejected by the driver; recompiling");
                 compile::evict(module, &self.arch);
                 let cubin = compile::compile_module(module, &self.arch)?;
+                names = entry_names(&cubin);
                 self.ctx
                     .load_module(Ptx::from_binary(cubin))
                     .map_err(self.drv("loading a module"))?
