@@ -1,7 +1,11 @@
 // Radix-2 Fr NTT over 2^logn points (1 <= logn <= 28), natural order in and out, in
 // passes of ntt_pass: a pass runs DIT stages [s + 1, s + k] (k <= NTT_MAX_K) in shared
 // memory for groups ("columns") of 2^k elements spaced 2^s apart, 2^c columns per block.
-// - ntt_bitrev_tiled (or ntt_bitrev below 2^8) permutes the input first.
+// - ntt_bitrev_tiled (or ntt_bitrev below 2^8) permutes the input first, unless the input
+//   is already in bit-reversed order (the output of the DIF passes below).
+// - ntt_pass_dif runs the transposed network: the same passes in reverse order, stages in
+//   reverse within each, Gentleman-Sande butterflies (x, y) -> (x + y, (x - y) t) with the
+//   same twiddles: natural order in, bit-reversed order out, no permutation.
 // - The first pass (s = 0) takes 2^c consecutive columns (contiguous).
 // - A later pass (s > 0) takes 2^c adjacent columns (low .. low + 2^c - 1), so each read
 //   and write of a warp covers runs of 2^c consecutive elements (32 * 2^c bytes).
@@ -67,6 +71,17 @@ DEVI void butterfly1(Fr& x, Fr& y) {
     y = x - v;
     x = x + v;
 }
+// The transposed butterflies: (x, y) = (x + y, (x - y) * t), and with t = 1.
+DEVI void butterfly_dif(Fr& x, Fr& y, const Fr& t) {
+    Fr d = x - y;
+    x = x + y;
+    y = d * t;
+}
+DEVI void butterfly1_dif(Fr& x, Fr& y) {
+    Fr d = x - y;
+    x = x + y;
+    y = d;
+}
 
 
 extern "C" __global__ void ntt_bitrev(Fr* __restrict__ a, u32 logn) {
@@ -110,9 +125,35 @@ extern "C" __global__ void ntt_bitrev_tiled(Fr* __restrict__ a, u32 logn) {
 
 // grid: 2^(logn - k - c) blocks of any number of threads (the host uses 2^(k+c-2), >= 1).
 // Needs c <= s for s > 0 and c <= logn - k for s == 0.
-extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
-                                    const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
-                                    const Fr* __restrict__ root_hi) {
+// One radix-2 stage i (span 2^i) of a pass, DIT or DIF, then a barrier.
+template <bool DIF>
+DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i, u32 tid, u32 nthr, u32 nb) {
+    const u32 h = 1u << i;
+    for (u32 b = tid; b < (nb >> 1); b += nthr) {
+        const u32 col = b >> (k - 1);
+        const u32 bi = b & ((1u << (k - 1)) - 1);
+        const u32 jp = bi & (h - 1);
+        const u32 j0 = (col << k) + ((bi >> i) << (i + 1)) + jp;
+        const u32 tb = s == 0 ? 0u : col << k;
+        Fr x0 = buf.get(pad(j0));
+        Fr x1 = buf.get(pad(j0 + h));
+        if (s == 0 && i == 0) {
+            if (DIF) butterfly1_dif(x0, x1);
+            else butterfly1(x0, x1);
+        } else {
+            if (DIF) butterfly_dif(x0, x1, tw.get(tb + h + jp));
+            else butterfly(x0, x1, tw.get(tb + h + jp));
+        }
+        buf.set(pad(j0), x0);
+        buf.set(pad(j0 + h), x1);
+    }
+    __syncthreads();
+}
+
+// DIF: the transposed pass (ntt_pass_dif), stages in reverse order.
+template <bool DIF>
+DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const Fr* __restrict__ small,
+                        const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi) {
     extern __shared__ uint4 sm[];
     const u32 cols = 1u << c;
     const u32 nb = 1u << (k + c);
@@ -167,9 +208,12 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, 
     }
     __syncthreads();
 
-    // 3. butterflies: radix-4 steps (stages i, i + 1), then a radix-2 step if k is odd
-    u32 i = 0;
-    for (; i + 1 < k; i += 2) {
+    // 3. butterflies: radix-4 steps (stages i, i + 1) and a radix-2 step when k is odd;
+    // DIT: i = 0, 2, ... then the radix-2 step last; DIF: the radix-2 step first (top
+    // stage), then i = k - 2 (or k - 3), ..., 0, each step's stages in reverse.
+    int i = DIF ? (int)k - 2 - (int)(k & 1) : 0;
+    if (DIF && (k & 1)) ntt_radix2<true>(buf, tw, s, k, k - 1, tid, nthr, nb);
+    for (; DIF ? i >= 0 : i + 1 < (int)k; i += DIF ? -2 : 2) {
         const u32 h = 1u << i;
         for (u32 q = tid; q < (nb >> 2); q += nthr) {
             const u32 col = q >> (k - 2);
@@ -181,17 +225,31 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, 
             Fr x1 = buf.get(pad(j0 + h));
             Fr x2 = buf.get(pad(j0 + 2 * h));
             Fr x3 = buf.get(pad(j0 + 3 * h));
-            if (s == 0 && i == 0) {
-                // stage 1 of the transform: the twiddle is 1
-                butterfly1(x0, x1);
-                butterfly1(x2, x3);
+            // stage 1 of the transform (s == 0, i == 0) has twiddle 1
+            const bool one = s == 0 && i == 0;
+            if (!DIF) {
+                if (one) {
+                    butterfly1(x0, x1);
+                    butterfly1(x2, x3);
+                } else {
+                    const Fr t1 = tw.get(tb + h + jp);
+                    butterfly(x0, x1, t1);
+                    butterfly(x2, x3, t1);
+                }
+                butterfly(x0, x2, tw.get(tb + 2 * h + jp));
+                butterfly(x1, x3, tw.get(tb + 3 * h + jp));
             } else {
-                const Fr t1 = tw.get(tb + h + jp);
-                butterfly(x0, x1, t1);
-                butterfly(x2, x3, t1);
+                butterfly_dif(x0, x2, tw.get(tb + 2 * h + jp));
+                butterfly_dif(x1, x3, tw.get(tb + 3 * h + jp));
+                if (one) {
+                    butterfly1_dif(x0, x1);
+                    butterfly1_dif(x2, x3);
+                } else {
+                    const Fr t1 = tw.get(tb + h + jp);
+                    butterfly_dif(x0, x1, t1);
+                    butterfly_dif(x2, x3, t1);
+                }
             }
-            butterfly(x0, x2, tw.get(tb + 2 * h + jp));
-            butterfly(x1, x3, tw.get(tb + 3 * h + jp));
             buf.set(pad(j0), x0);
             buf.set(pad(j0 + h), x1);
             buf.set(pad(j0 + 2 * h), x2);
@@ -199,26 +257,7 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, 
         }
         __syncthreads();
     }
-    if (i < k) {
-        const u32 h = 1u << i;
-        for (u32 b = tid; b < (nb >> 1); b += nthr) {
-            const u32 col = b >> (k - 1);
-            const u32 bi = b & ((1u << (k - 1)) - 1);
-            const u32 jp = bi & (h - 1);
-            const u32 j0 = (col << k) + ((bi >> i) << (i + 1)) + jp;
-            const u32 tb = s == 0 ? 0u : col << k;
-            Fr x0 = buf.get(pad(j0));
-            Fr x1 = buf.get(pad(j0 + h));
-            if (s == 0 && i == 0) {
-                butterfly1(x0, x1);
-            } else {
-                butterfly(x0, x1, tw.get(tb + h + jp));
-            }
-            buf.set(pad(j0), x0);
-            buf.set(pad(j0 + h), x1);
-        }
-        __syncthreads();
-    }
+    if (!DIF && (k & 1)) ntt_radix2<false>(buf, tw, s, k, k - 1, tid, nthr, nb);
 
     // 4. store where the block read
     if (s == 0) {
@@ -234,12 +273,27 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, 
     }
 }
 
-// a[i] *= scale * lo[i & (2^lobits - 1)] * hi[i >> lobits]  (powers g^i from two tables)
+extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
+                                    const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
+                                    const Fr* __restrict__ root_hi) {
+    ntt_pass_body<false>(a, logn, s, k, c, small, root_lo, root_hi);
+}
+
+// The same launch shape and shared memory as ntt_pass; the host runs the passes in reverse.
+extern "C" __global__ void ntt_pass_dif(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
+                                        const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
+                                        const Fr* __restrict__ root_hi) {
+    ntt_pass_body<true>(a, logn, s, k, c, small, root_lo, root_hi);
+}
+
+// a[i] *= scale * g^e with e = i, or e = bitrev(i) over `rev` bits when rev > 0 (data in
+// bit-reversed order); g^e = lo[e & (2^lobits - 1)] * hi[e >> lobits] from two tables.
 extern "C" __global__ void ntt_distribute(Fr* __restrict__ a, u32 n, const Fr* __restrict__ lo,
-                                          const Fr* __restrict__ hi, u32 lobits, Fr scale) {
+                                          const Fr* __restrict__ hi, u32 lobits, Fr scale, u32 rev) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    Fr p = lo[i & ((1u << lobits) - 1)] * hi[i >> lobits];
+    u32 e = rev ? bitrev_bits(i, rev) : i;
+    Fr p = lo[e & ((1u << lobits) - 1)] * hi[e >> lobits];
     a[i] = a[i] * (p * scale);
 }
 
@@ -259,6 +313,14 @@ extern "C" __global__ void fr_sub_assign(Fr* __restrict__ a, const Fr* __restric
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     a[i] = a[i] - b[i];
+}
+
+// a[i] = a[i] * b[i] - c[i] (Groth16's A*B - C on the coset, one pass instead of two).
+extern "C" __global__ void fr_mul_sub(Fr* __restrict__ a, const Fr* __restrict__ b, const Fr* __restrict__ c,
+                                      u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    a[i] = a[i] * b[i] - c[i];
 }
 
 extern "C" __global__ void fr_add_assign(Fr* __restrict__ a, const Fr* __restrict__ b, u32 n) {

@@ -177,6 +177,28 @@ fn cols_log() -> u32 {
     })
 }
 
+/// Element order into and out of [`GpuDevice::ntt_core`]'s network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    /// Bit reversal, then the DIT passes.
+    NaturalToNatural,
+    /// The DIT passes alone, on data already in bit-reversed order.
+    BitrevToNatural,
+    /// The DIF passes (the transposed network): bit-reversed order out.
+    NaturalToBitrev,
+}
+
+/// log2 of an NTT length, or the error for a length that is not 2^k, 1 <= k <= 28.
+fn check_ntt_len(n: usize) -> Result<u32> {
+    if !n.is_power_of_two() || !(2..=1 << MAX_LOG_SIZE).contains(&n) {
+        return Err(Error::Unsupported {
+            op: "ntt",
+            detail: format!("length {n} is not 2^k with 1 <= k <= 28"),
+        });
+    }
+    Ok(n.trailing_zeros())
+}
+
 fn grid(n: usize, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((n as u32).div_ceil(block), 1, 1),
@@ -211,31 +233,64 @@ impl GpuDevice {
         kind: NttKind,
         cols_log: u32,
     ) -> Result<()> {
+        self.ntt_full(data, kind, Scalar::ONE, cols_log)
+    }
+
+    /// As [`GpuDevice::ntt`], then every element times `scale`, folded into the transform's
+    /// own scaling pass (one pass fewer than [`GpuDevice::fr_scale`] after it). For
+    /// [`NttKind::Forward`], which has no scaling pass, a `scale` other than one costs one.
+    pub fn ntt_scaled(
+        &self,
+        data: &mut DeviceBuffer<Scalar>,
+        kind: NttKind,
+        scale: Scalar,
+    ) -> Result<()> {
+        self.ntt_full(data, kind, scale, cols_log())
+    }
+
+    /// bellperson's `ifft` then `coset_fft` (evaluations on the domain to evaluations on the
+    /// coset, the first step of Groth16's H for each of a, b and c), equal to
+    /// [`NttKind::Inverse`] then [`NttKind::CosetForward`] element for element, in fewer
+    /// passes: the inverse runs as the transposed (DIF) network, which leaves the
+    /// coefficients in bit-reversed order, the coset factors and 1/m are applied in that order,
+    /// and the forward network reads them so: no bit reversal and no separate 1/m pass.
+    /// The length must be 2^k, 1 <= k <= 28.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = data.len()))]
+    pub fn evaluations_to_coset(&self, data: &mut DeviceBuffer<Scalar>) -> Result<()> {
+        let log_n = check_ntt_len(data.len())?;
+        let cols = cols_log();
+        let minv = scalar_raw(&invert(Scalar::from(data.len() as u64)));
+        self.ntt_core(data, log_n, true, cols, Order::NaturalToBitrev)?;
+        self.distribute_powers(data, false, minv, log_n)?;
+        self.ntt_core(data, log_n, false, cols, Order::BitrevToNatural)
+    }
+
+    fn ntt_full(
+        &self,
+        data: &mut DeviceBuffer<Scalar>,
+        kind: NttKind,
+        scale: Scalar,
+        cols_log: u32,
+    ) -> Result<()> {
         if cols_log > 2 {
             return Err(Error::Unsupported {
                 op: "ntt",
                 detail: format!("2^{cols_log} columns a block (at most 2^2)"),
             });
         }
-        let n = data.len();
-        if !n.is_power_of_two() || !(2..=1 << MAX_LOG_SIZE).contains(&n) {
-            return Err(Error::Unsupported {
-                op: "ntt",
-                detail: format!("length {n} is not 2^k with 1 <= k <= 28"),
-            });
-        }
-        let log_n = n.trailing_zeros();
+        let log_n = check_ntt_len(data.len())?;
         let inverse = matches!(kind, NttKind::Inverse | NttKind::CosetInverse);
-        let one = scalar_raw(&Scalar::ONE);
+        let raw = scalar_raw(&scale);
         if kind == NttKind::CosetForward {
-            self.distribute_powers(data, false, one)?;
+            self.distribute_powers(data, false, raw, 0)?;
         }
-        self.ntt_core(data, log_n, inverse, cols_log)?;
-        let minv = scalar_raw(&invert(Scalar::from(n as u64)));
+        self.ntt_core(data, log_n, inverse, cols_log, Order::NaturalToNatural)?;
+        let minv = scalar_raw(&(invert(Scalar::from(data.len() as u64)) * scale));
         match kind {
+            NttKind::Forward if scale != Scalar::ONE => self.fr_scale_raw(data, raw)?,
             NttKind::Forward | NttKind::CosetForward => {}
             NttKind::Inverse => self.fr_scale_raw(data, minv)?,
-            NttKind::CosetInverse => self.distribute_powers(data, true, minv)?,
+            NttKind::CosetInverse => self.distribute_powers(data, true, minv, 0)?,
         }
         Ok(())
     }
@@ -246,6 +301,7 @@ impl GpuDevice {
         log_n: u32,
         inverse: bool,
         cols_log: u32,
+        order: Order,
     ) -> Result<()> {
         let t = self.ntt_tables()?;
         let (small, root_lo, root_hi) = if inverse {
@@ -264,26 +320,18 @@ impl GpuDevice {
             }
         };
         mark("start".into());
-        // tiled bit reversal from 2^8 up (rows of 16 consecutive elements), plain below
-        let (name, cfg) = if log_n >= 8 {
-            let tiles = LaunchConfig {
-                grid_dim: (1u32 << (log_n - 8), 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            ("ntt_bitrev_tiled", tiles)
-        } else {
-            ("ntt_bitrev", grid(data.len(), 256))
-        };
-        let bitrev = self.function(&NTT, name)?;
-        let mut b = self.stream().launch_builder(&bitrev);
-        b.arg(&mut data.inner).arg(&log_n);
-        // SAFETY: ntt_bitrev(Fr*, u32) and ntt_bitrev_tiled(Fr*, u32) (2^(log_n-8) blocks of 256)
-        // touch indices < 2^log_n = data.len().
-        unsafe { b.launch(cfg) }.map_err(self.drv("launching the bit reversal"))?;
-        mark("bitrev".into());
-        let pass_fn = self.function(&NTT, "ntt_pass")?;
-        for p in passes(log_n, cols_log) {
+        if order == Order::NaturalToNatural {
+            self.bit_reverse(data, log_n)?;
+            mark("bitrev".into());
+        }
+        let dif = order == Order::NaturalToBitrev;
+        let pass_fn = self.function(&NTT, if dif { "ntt_pass_dif" } else { "ntt_pass" })?;
+        let mut plan = passes(log_n, cols_log);
+        if dif {
+            // the transposed network: the last pass first
+            plan.reverse();
+        }
+        for p in plan {
             let smem = p.shared_bytes();
             pass_fn
                 .set_attribute(
@@ -305,22 +353,47 @@ impl GpuDevice {
                 .arg(small)
                 .arg(root_lo)
                 .arg(root_hi);
-            // SAFETY: ntt_pass(Fr*, u32 logn, u32 s, u32 k, u32 c, const Fr* small[256],
+            // SAFETY: ntt_pass and ntt_pass_dif(Fr*, u32 logn, u32 s, u32 k, u32 c, const Fr* small[256],
             // const Fr* root_lo[2^14], const Fr* root_hi[2^14]) with s + k <= log_n <= 28,
             // c <= s (s > 0) or c <= log_n - k (s == 0), 2^(log_n-k-c) blocks and the dynamic
             // shared memory of Pass::shared_bytes touches data indices < 2^log_n = data.len()
             // and root indices < 2^14 (exponents < 2^28).
-            unsafe { b.launch(cfg) }.map_err(self.drv("launching ntt_pass"))?;
+            unsafe { b.launch(cfg) }.map_err(self.drv("launching an NTT pass"))?;
             mark(format!("pass s={} k={} c={}", p.s, p.k, p.c));
         }
         Ok(())
     }
 
+    /// Permutes `data` (2^log_n elements) into bit-reversed order.
+    fn bit_reverse(&self, data: &mut DeviceBuffer<Scalar>, log_n: u32) -> Result<()> {
+        // tiled bit reversal from 2^8 up (rows of 16 consecutive elements), plain below
+        let (name, cfg) = if log_n >= 8 {
+            let tiles = LaunchConfig {
+                grid_dim: (1u32 << (log_n - 8), 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            ("ntt_bitrev_tiled", tiles)
+        } else {
+            ("ntt_bitrev", grid(data.len(), 256))
+        };
+        let bitrev = self.function(&NTT, name)?;
+        let mut b = self.stream().launch_builder(&bitrev);
+        b.arg(&mut data.inner).arg(&log_n);
+        // SAFETY: ntt_bitrev(Fr*, u32) and ntt_bitrev_tiled(Fr*, u32) (2^(log_n-8) blocks of 256)
+        // touch indices < 2^log_n = data.len().
+        unsafe { b.launch(cfg) }.map_err(self.drv("launching the bit reversal"))?;
+        Ok(())
+    }
+
+    /// `data[i] *= scale * g^e` (or g^-e when `inverse`) with e = i, or e = bitrev(i) over
+    /// `rev` bits when `rev > 0` (data in bit-reversed order; `rev` = log2 of the length).
     fn distribute_powers(
         &self,
         data: &mut DeviceBuffer<Scalar>,
         inverse: bool,
         scale: FrRaw,
+        rev: u32,
     ) -> Result<()> {
         let t = self.ntt_tables()?;
         let (lo, hi) = if inverse {
@@ -336,9 +409,11 @@ impl GpuDevice {
             .arg(lo)
             .arg(hi)
             .arg(&COSET_BITS)
-            .arg(&scale);
-        // SAFETY: ntt_distribute(Fr*, u32 n, const Fr* lo[2^14], const Fr* hi[2^14], u32, Fr);
-        // n <= 2^28 so i >> 14 < 2^14.
+            .arg(&scale)
+            .arg(&rev);
+        // SAFETY: ntt_distribute(Fr*, u32 n, const Fr* lo[2^14], const Fr* hi[2^14], u32, Fr,
+        // u32 rev); n <= 2^28 and a bit reversal over rev = log2(n) bits stays below n, so
+        // e >> 14 < 2^14.
         unsafe { b.launch(grid(n as usize, 256)) }.map_err(self.drv("launching ntt_distribute"))?;
         Ok(())
     }
@@ -397,6 +472,27 @@ impl GpuDevice {
         b: &DeviceBuffer<Scalar>,
     ) -> Result<()> {
         self.fr_binary("fr_sub_assign", a, b)
+    }
+
+    /// `a_i = a_i * b_i - c_i` in one pass (Groth16's A*B - C); lengths must match.
+    pub fn fr_mul_sub_assign(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &DeviceBuffer<Scalar>,
+        c: &DeviceBuffer<Scalar>,
+    ) -> Result<()> {
+        check_len("fr_mul_sub", a.len(), b.len())?;
+        check_len("fr_mul_sub", a.len(), c.len())?;
+        let n = u32::try_from(a.len()).map_err(|_| Error::Unsupported {
+            op: "fr_mul_sub",
+            detail: "more than 2^32 elements".into(),
+        })?;
+        let f = self.function(&NTT, "fr_mul_sub")?;
+        let mut l = self.stream().launch_builder(&f);
+        l.arg(&mut a.inner).arg(&b.inner).arg(&c.inner).arg(&n);
+        // SAFETY: (Fr* a, const Fr* b, const Fr* c, u32 n) with a, b and c all of length n.
+        unsafe { l.launch(grid(n as usize, 256)) }.map_err(self.drv("launching fr_mul_sub"))?;
+        Ok(())
     }
 
     /// `a_i += b_i`; lengths must match.

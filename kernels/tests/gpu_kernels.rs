@@ -216,6 +216,95 @@ fn ntt_matches_bellperson_with_every_column_count() {
     assert!(dev.ntt_with_columns(&mut buf, NttKind::Forward, 3).is_err());
 }
 
+#[test]
+#[ignore = "needs a CUDA device"]
+fn fused_h_transforms_match_the_plain_ones() {
+    // evaluations_to_coset runs the inverse as the transposed (DIF) network and reads its
+    // bit-reversed output directly: every size 2^1 .. 2^22 (one, two and three passes), against
+    // the plain transforms on the device and, up to 2^16, bellperson's conventions on the host
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    for log_n in 1..=22u32 {
+        let n = 1usize << log_n;
+        let mut input = scalars(seed + 200 + log_n as u64, n);
+        // edge values at fixed places: zero, one, r - 1
+        input[0] = Scalar::ZERO;
+        input[n - 1] = minus_one();
+        if n > 2 {
+            input[n / 2] = Scalar::ONE;
+        }
+        let mut fused = dev.upload(&input).unwrap();
+        dev.evaluations_to_coset(&mut fused).unwrap();
+        let fused = dev.download(&fused).unwrap();
+        let mut plain = dev.upload(&input).unwrap();
+        dev.ntt(&mut plain, NttKind::Inverse).unwrap();
+        dev.ntt(&mut plain, NttKind::CosetForward).unwrap();
+        let plain = dev.download(&plain).unwrap();
+        if let Some(i) = (0..n).find(|&i| fused[i] != plain[i]) {
+            panic!("evaluations_to_coset 2^{log_n} differs first at {i} (seed {seed})");
+        }
+        if log_n <= 16 {
+            let mut want = input.clone();
+            reference::ntt(&mut want, NttKind::Inverse);
+            reference::ntt(&mut want, NttKind::CosetForward);
+            assert!(fused == want, "2^{log_n} against the host (seed {seed})");
+        }
+        // each kind with a scale folded in equals the kind then fr_scale
+        if log_n <= 12 || log_n == 20 {
+            let scale = scalars(seed + 300 + log_n as u64, 1)[0];
+            for kind in [
+                NttKind::Forward,
+                NttKind::Inverse,
+                NttKind::CosetForward,
+                NttKind::CosetInverse,
+            ] {
+                let mut got = dev.upload(&input).unwrap();
+                dev.ntt_scaled(&mut got, kind, scale).unwrap();
+                let mut want = input.clone();
+                reference::ntt(&mut want, kind);
+                for w in &mut want {
+                    *w *= scale;
+                }
+                assert!(
+                    dev.download(&got).unwrap() == want,
+                    "ntt_scaled {kind:?} 2^{log_n} (seed {seed})"
+                );
+            }
+        }
+    }
+    // all zeros stay zeros; lengths that are not powers of two, or 1, are errors
+    let mut zeros = dev.upload(&vec![Scalar::ZERO; 1 << 10]).unwrap();
+    dev.evaluations_to_coset(&mut zeros).unwrap();
+    assert!(dev
+        .download(&zeros)
+        .unwrap()
+        .iter()
+        .all(|z| bool::from(z.is_zero())));
+    for bad in [1usize, 3, 1000] {
+        let mut b = dev.upload(&scalars(seed, bad)).unwrap();
+        assert!(dev.evaluations_to_coset(&mut b).is_err(), "length {bad}");
+        assert!(
+            dev.ntt_scaled(&mut b, NttKind::Forward, Scalar::ONE)
+                .is_err(),
+            "length {bad}"
+        );
+    }
+    // (a*b - c) in one pass, and its length checks
+    let n = 4099;
+    let (a, b, c) = (scalars(seed, n), scalars(seed + 1, n), scalars(seed + 2, n));
+    let mut da = dev.upload(&a).unwrap();
+    let (db, dc) = (dev.upload(&b).unwrap(), dev.upload(&c).unwrap());
+    dev.fr_mul_sub_assign(&mut da, &db, &dc).unwrap();
+    let got = dev.download(&da).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], a[i] * b[i] - c[i], "mul_sub at {i} (seed {seed})");
+    }
+    let short = dev.upload(&c[..n - 1]).unwrap();
+    assert!(dev.fr_mul_sub_assign(&mut da, &db, &short).is_err());
+    assert!(dev.fr_mul_sub_assign(&mut da, &short, &dc).is_err());
+}
+
 /// Evaluates the polynomial with coefficients `a` at `x` (parallel Horner over chunks).
 fn evaluate(a: &[Scalar], x: Scalar) -> Scalar {
     let chunk = 1 << 16;

@@ -1,6 +1,7 @@
 //! The H polynomial of Groth16 on the device, with bellperson 0.27's conventions (the same
 //! computation as [`crate::cpu::ntt::compute_h`]): for each of a, b, c an inverse NTT then
-//! a coset NTT, `(a*b - c) / Z` on the coset, then an inverse coset NTT.
+//! a coset NTT (fused: [`GpuDevice::evaluations_to_coset`]), `(a*b - c) / Z` on the coset,
+//! then an inverse coset NTT (the division by the constant Z folded into its scaling).
 
 use blstrs::Scalar;
 use cuzk_kernels::{coset_z_inverse, DeviceBuffer, GpuDevice, NttKind};
@@ -17,14 +18,11 @@ pub fn compute_h(
 ) -> cuzk_kernels::Result<()> {
     let log_m = a.len().trailing_zeros();
     for v in [&mut *a, &mut b, &mut c] {
-        dev.ntt(v, NttKind::Inverse)?;
-        dev.ntt(v, NttKind::CosetForward)?;
+        dev.evaluations_to_coset(v)?;
     }
-    dev.fr_mul_assign(a, &b)?;
+    dev.fr_mul_sub_assign(a, &b, &c)?;
     drop(b);
-    dev.fr_sub_assign(a, &c)?;
     drop(c);
     // Z(x) = x^m - 1 is the constant g^m - 1 on the coset
-    dev.fr_scale(a, coset_z_inverse(log_m))?;
-    dev.ntt(a, NttKind::CosetInverse)
+    dev.ntt_scaled(a, NttKind::CosetInverse, coset_z_inverse(log_m))
 }
