@@ -446,6 +446,26 @@ fn crowded_bucket_cases<P: Copy>(
         &vec![Scalar::ONE; n],
         "n=200003, every scalar 1",
     );
+    // window 0 groups a warp's lanes by bucket (one atomic per group): lanes of one warp
+    // with the same bucket and opposite signs (1 and 2^k - 1, whose first digit is -1 when
+    // k is the window width), a few other small values, r - 1, zero, and a partial last warp
+    let n = 100_003;
+    let two = Scalar::from(2u64);
+    let sc: Vec<Scalar> = (0..n)
+        .map(|i| match i % 7 {
+            0 | 3 => Scalar::ONE,
+            1 => two.pow_vartime([8 + (i / 7 % 13) as u64]) - Scalar::ONE,
+            2 => Scalar::from(3u64),
+            4 => minus_one(),
+            5 => Scalar::ZERO,
+            _ => two,
+        })
+        .collect();
+    one_case(
+        &points[..n],
+        &sc,
+        "n=100003, small values grouped in a warp",
+    );
     // short scalars get fewer windows (WindowPlan): the top window must absorb the signed
     // digits' last carry, so try all-ones bit patterns and powers of two at many lengths
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5407);
