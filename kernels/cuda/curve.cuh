@@ -4,8 +4,10 @@
 // Accumulation uses XYZZ coordinates (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2); ZZ = 0 is
 // infinity. Output uses blst's Jacobian layout {X, Y, Z} (x = X/Z^2, y = Y/Z^3).
 // Requires field.cuh.
-// Point operations are __noinline__: each is compiled once per curve, which keeps NVRTC's
-// compile time in seconds; a call costs little next to the dozen field products inside.
+// Every module defines POINT_FN as __forceinline__ (compile.rs, INLINE_POINTS): out of
+// line, point functions calling point functions in divergent code were miscompiled by ptxas
+// (a value kept in a warp's uniform registers, overwritten by the other lanes' call), and
+// kernels_compile fails on any out-of-line function but the field product.
 
 #ifndef POINT_FN
 #define POINT_FN __device__ __noinline__

@@ -123,8 +123,6 @@ extern "C" __global__ void ntt_bitrev_tiled(Fr* __restrict__ a, u32 logn) {
     if (mid != rmid) st_fr(a + i0, t1.get(src));
 }
 
-// grid: 2^(logn - k - c) blocks of any number of threads (the host uses 2^(k+c-2), >= 1).
-// Needs c <= s for s > 0 and c <= logn - k for s == 0.
 // One radix-2 stage i (span 2^i) of a pass, DIT or DIF, then a barrier.
 template <bool DIF>
 DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i, u32 tid, u32 nthr, u32 nb) {
@@ -273,6 +271,8 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
     }
 }
 
+// grid: 2^(logn - k - c) blocks of any number of threads (the host uses 2^(k+c-2), >= 1).
+// Needs c <= s for s > 0 and c <= logn - k for s == 0.
 extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
                                     const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                                     const Fr* __restrict__ root_hi) {

@@ -21,9 +21,15 @@ const MSM_CU: &str = include_str!("../cuda/msm.cu");
 /// Keeps field products out of line in curve-heavy modules (compile time, code size).
 const NOINLINE_MUL: &str = "MUL_FN __device__ __noinline__";
 
-/// Inlines point operations into the kernels (G2): with out-of-line Fp products this keeps
-/// a single level of calls. Nested out-of-line calls in the G2 kernels (xyzz_add calling
-/// xyzz_dbl) hit CUDA_ERROR_ILLEGAL_INSTRUCTION on an H200 in msm_sum_groups_g2.
+/// Inlines point operations into the kernels: with out-of-line Fp products this keeps a
+/// single level of calls, to one leaf function. Nested out-of-line calls (xyzz_add calling
+/// xyzz_dbl) are miscompiled by ptxas (NVRTC 13.0): in G2 they hit
+/// CUDA_ERROR_ILLEGAL_INSTRUCTION on an H200 in msm_sum_groups_g2; in G1, `xyzz_add` keeps a
+/// pointer in uniform registers (one per warp) that `xyzz_dbl`, called by the warp's other
+/// lanes in the doubling branch, overwrites with limbs of the modulus, so lanes adding equal
+/// points beside lanes adding distinct ones read through a bad pointer
+/// (CUDA_ERROR_ILLEGAL_ADDRESS; docs/benchmarks.md, stop 18, read off the machine code).
+/// `kernels_compile` checks that no module has any other out-of-line function.
 const INLINE_POINTS: &str = "POINT_FN __device__ __forceinline__";
 
 /// One NVRTC compilation unit: defines, then sources, in order.
@@ -55,10 +61,11 @@ const NO_ACCUMULATE: &str = "MSM_NO_ACCUMULATE";
 /// Keeps only `msm_accumulate` (and the rate probe) in a module.
 const ACCUMULATE_ONLY: &str = "MSM_ACCUMULATE_ONLY";
 
-/// G1 MSM kernels (suffix `_g1`) except `msm_accumulate`, with out-of-line field products.
+/// G1 MSM kernels (suffix `_g1`) except `msm_accumulate`, with out-of-line field products
+/// and inlined point operations (see `INLINE_POINTS`).
 pub const MSM_G1: KernelModule = KernelModule {
     name: "msm_g1",
-    defines: &["MSM_G1", NOINLINE_MUL, NO_ACCUMULATE],
+    defines: &["MSM_G1", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
     sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
 };
 /// G2 MSM kernels (suffix `_g2`) except `msm_accumulate`.
@@ -89,12 +96,10 @@ pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
 /// Per-thread stack, in bytes, every device context reserves when it is opened: at least the
 /// largest cumulative stack ptxas reports for any kernel of [`MODULES`] (`msm_segments_g2`,
 /// 4072 bytes; `kernels_compile` checks the bound), so the driver never has to grow it at a
-/// kernel's first launch. Measured on an H200 while lazily loaded kernels faulted
-/// intermittently (compute-sanitizer: pointers holding limbs of the modulus): without the
-/// reservation 5 faulting runs in 12 of one test, with it 1 in 18; the cure was loading every
-/// kernel with its module (`GpuDevice::load_module`, 60 clean runs of 60). On an H200 this
-/// reserves 4 KiB x 2048 threads x 132 SMs = 1.1 GiB, which the largest kernel takes at its
-/// first launch anyway.
+/// kernel's first launch. On an H200 this reserves 4 KiB x 2048 threads x 132 SMs = 1.1 GiB,
+/// which the largest kernel takes at its first launch anyway. (Stop 17 counted it among the
+/// cures of an intermittent MSM fault; stop 18 found that fault's cause in ptxas's code for
+/// out-of-line point functions, see `INLINE_POINTS`.)
 pub const KERNEL_STACK_BYTES: usize = 4096;
 
 /// Every kernel module of the crate.

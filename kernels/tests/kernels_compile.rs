@@ -27,6 +27,26 @@ const MSM_KERNELS: &[&str] = &[
 /// MSM kernels the host launches from the inlined modules (no calls through the ABI).
 const ACCUMULATE_KERNELS: &[&str] = &["msm_accumulate", "msm_fix_round", "msm_fix_store"];
 
+/// The out-of-line device functions of a module: ptxas's verbose log names every function
+/// it compiles ("Function properties for NAME"); entry functions are also announced
+/// ("Compiling entry function 'NAME'"), the others are subroutines the kernels call.
+fn subroutines(log: &str) -> Vec<String> {
+    let entries: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.split("Compiling entry function '").nth(1))
+        .filter_map(|rest| rest.split('\'').next())
+        .collect();
+    let mut out: Vec<String> = log
+        .lines()
+        .filter_map(|l| l.split("Function properties for ").nth(1))
+        .map(|n| n.trim().to_string())
+        .filter(|n| !entries.contains(&n.as_str()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Every stack size ptxas's verbose log reports ("N bytes stack frame", "N bytes cumulative
 /// stack size").
 fn stack_sizes(log: &str) -> Vec<usize> {
@@ -132,6 +152,15 @@ fn kernels_compile_for_sm_90() {
             cubin.len()
         );
         assert!(!cubin.is_empty(), "{}: empty CUBIN", m.name);
+        // the only out-of-line function a kernel may call is the Montgomery product (a leaf,
+        // mangled `_Zml...`): ptxas miscompiles calls between point functions in divergent
+        // code (compile::INLINE_POINTS)
+        let calls = subroutines(&log);
+        assert!(
+            calls.iter().all(|f| f.starts_with("_Zml")),
+            "{}: out-of-line functions other than the field product: {calls:?}",
+            m.name
+        );
         cubins.push((m.name, cubin));
     }
     println!("all modules in {:.1?}", t.elapsed());
