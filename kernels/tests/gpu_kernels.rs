@@ -621,6 +621,48 @@ fn msm_g2_matches_blstrs() {
 
 #[test]
 #[ignore = "needs a CUDA device"]
+fn msm_over_one_repeated_point_takes_every_doubling_path() {
+    // Every base the same point P: every bucket, piece and window sum is a small multiple of
+    // P, so equal points meet in the additions of one warp while other lanes add distinct
+    // ones (the doubling branches run beside the general ones). Out-of-line point functions
+    // were miscompiled exactly there (compile::INLINE_POINTS). The sum is (sum of scalars) P.
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let p1 = g1_points(seed, 1)[0];
+    let p2 = g2_points(seed + 1, 1)[0];
+    for (i, n) in [30usize, 1000, 65_537, 300_007].into_iter().enumerate() {
+        for (kind, sc) in [
+            ("random", scalars(seed + 10 + i as u64, n)),
+            ("Filecoin-shaped", filecoin_scalars(seed + 20 + i as u64, n)),
+            (
+                "small",
+                (0..n).map(|j| Scalar::from((j % 5) as u64)).collect(),
+            ),
+        ] {
+            let total: Scalar = sc.iter().sum();
+            let b1 = dev.upload_g1_bases(&vec![p1; n]).unwrap();
+            let got = dev.msm_g1(&b1, 0..n, &sc).unwrap();
+            assert_eq!(
+                got,
+                G1Projective::from(p1) * total,
+                "G1 n={n} {kind} (seed {seed})"
+            );
+            if n <= 65_537 {
+                let b2 = dev.upload_g2_bases(&vec![p2; n]).unwrap();
+                let got = dev.msm_g2(&b2, 0..n, &sc).unwrap();
+                assert_eq!(
+                    got,
+                    G2Projective::from(p2) * total,
+                    "G2 n={n} {kind} (seed {seed})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
 fn device_identity_is_reported() {
     let dev = device();
     assert!(dev.total_memory() > 0);
