@@ -5,42 +5,31 @@
 //! Entries are keyed by source, options and NVRTC version: a machine with another NVRTC
 //! simply compiles again. Modules compile on as many threads as the machine has cores.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use cuzk_kernels::compile::{cache_dir, load_or_compile, map_modules};
 
 fn main() {
     let arch = std::env::args().nth(1).unwrap_or_else(|| "sm_90".into());
-    let dir = cuzk_kernels::compile::cache_dir();
-    let modules = cuzk_kernels::compile::MODULES;
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(modules.len());
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                while let Some(m) = modules.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let t = std::time::Instant::now();
-                    match cuzk_kernels::compile::load_or_compile(m, &arch) {
-                        Ok((cubin, cached)) => println!(
-                            "{} for {arch}: {} bytes ({}, {:.1?}) in {}",
-                            m.name,
-                            cubin.len(),
-                            if cached { "already cached" } else { "compiled" },
-                            t.elapsed(),
-                            dir.display()
-                        ),
-                        Err(e) => {
-                            eprintln!("{}: {e}", m.name);
-                            failed.store(true, Ordering::Relaxed);
-                        }
-                    }
-                }
-            });
-        }
+    let dir = cache_dir();
+    let results = map_modules(|m| {
+        let t = std::time::Instant::now();
+        load_or_compile(m, &arch).map(|(cubin, cached)| (cubin.len(), cached, t.elapsed()))
     });
-    if failed.load(Ordering::Relaxed) {
+    let mut failed = false;
+    for (m, result) in results {
+        match result {
+            Ok((bytes, cached, took)) => println!(
+                "{} for {arch}: {bytes} bytes ({}, {took:.1?}) in {}",
+                m.name,
+                if cached { "already cached" } else { "compiled" },
+                dir.display()
+            ),
+            Err(e) => {
+                eprintln!("{}: {e}", m.name);
+                failed = true;
+            }
+        }
+    }
+    if failed {
         std::process::exit(1);
     }
 }

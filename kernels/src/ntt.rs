@@ -239,6 +239,7 @@ impl GpuDevice {
     /// As [`GpuDevice::ntt`], then every element times `scale`, folded into the transform's
     /// own scaling pass (one pass fewer than [`GpuDevice::fr_scale`] after it). For
     /// [`NttKind::Forward`], which has no scaling pass, a `scale` other than one costs one.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = data.len(), ?kind))]
     pub fn ntt_scaled(
         &self,
         data: &mut DeviceBuffer<Scalar>,

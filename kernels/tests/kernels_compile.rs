@@ -5,7 +5,7 @@
 //! this test fails, on purpose: broken CUDA must not land silently.
 
 use cuzk_kernels::compile::{
-    compile_module, compile_module_with, ensure_nvrtc, nvrtc_version, KernelModule,
+    compile_module, compile_module_with, ensure_nvrtc, map_modules, nvrtc_version, KernelModule,
     KERNEL_STACK_BYTES, MODULES, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE,
 };
 
@@ -76,57 +76,6 @@ fn names(cubin: &[u8], symbol: &str) -> bool {
     cubin.windows(want.len()).any(|w| w == want.as_slice())
 }
 
-/// A module's CUBIN and ptxas log, or the error.
-type Compiled = cuzk_kernels::Result<(Vec<u8>, String)>;
-
-/// Compiles every module of [`MODULES`] for sm_90 with `extra` options, on as many threads
-/// as the machine has cores (NVRTC compiles distinct programs concurrently; the inlined G2
-/// accumulation alone takes about two minutes, the others together about as long, so two
-/// cores halve this test's time in CI). Returns each module with its result, in
-/// [`MODULES`]' order.
-fn compile_all(extra: &[&str]) -> Vec<(&'static KernelModule, Compiled)> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    // longest first, so the last module to start is a short one
-    let mut order: Vec<&'static KernelModule> = MODULES.iter().collect();
-    order.sort_by_key(|m| {
-        std::cmp::Reverse(match m.name {
-            n if n == MSM_G2_ACCUMULATE.name => 3,
-            n if n == MSM_G1_ACCUMULATE.name => 2,
-            n if n == MSM_G2.name || n == MSM_G1.name => 1,
-            _ => 0,
-        })
-    });
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(order.len());
-    let mut done: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(m) = order.get(i) else { break };
-                        mine.push((*m, compile_module_with(m, "sm_90", extra)));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| panic!("a compile thread panicked"))
-            })
-            .collect()
-    });
-    done.sort_by_key(|(m, _)| MODULES.iter().position(|x| x.name == m.name));
-    done
-}
-
 #[test]
 fn kernels_compile_for_sm_90() {
     if let Err(e) = ensure_nvrtc() {
@@ -135,7 +84,8 @@ fn kernels_compile_for_sm_90() {
     let (major, minor) = nvrtc_version().unwrap_or_else(|e| panic!("{e}"));
     let t = std::time::Instant::now();
     let mut cubins = Vec::with_capacity(MODULES.len());
-    for (m, result) in compile_all(&["--ptxas-options=-v"]) {
+    // every module at once, on every core (two cores halve this test's time in CI)
+    for (m, result) in map_modules(|m| compile_module_with(m, "sm_90", &["--ptxas-options=-v"])) {
         let (cubin, log) = result.unwrap_or_else(|e| panic!("{e}"));
         // every kernel's stack fits what each context reserves up front (KERNEL_STACK_BYTES)
         let stacks = stack_sizes(&log);
