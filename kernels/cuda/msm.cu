@@ -9,7 +9,8 @@
 //                   histogram of their bit lengths (the host picks c and nw from it)
 //   msm_histogram   count points per (window, bucket)
 //   msm_block_sums, msm_scan   exclusive prefix sum of the counts (two levels)
-//   msm_scatter     write (point index | sign << 31) into per-bucket lists
+//   msm_bin_flags, msm_scatter, msm_bin_sort   write (point index | sign << 31) into
+//                   per-bucket lists: by bins of buckets first, then sorted within each bin
 //   msm_run_first   run j (entries [j*k, (j+1)*k) of the bucket lists, across bucket and
 //                   window boundaries) learns the bucket its first entry belongs to
 //   msm_accumulate  one thread per run sums its affine points in XYZZ: exactly k additions
@@ -197,30 +198,89 @@ extern "C" __global__ void MSM_NAME(msm_run_first)(const u32* __restrict__ offse
     if (t1 > t0) atomicMax(longest, 2 * (t1 - t0));
 }
 
-extern "C" __global__ void MSM_NAME(msm_scatter)(const Fr* __restrict__ canon, u32 n, u32 c, u32 nw,
-                                                 u32* __restrict__ cursor, u32* __restrict__ sorted) {
+// The bucket lists in two passes, so that the writes stream. Writing each entry straight to
+// its bucket's list (one cursor per bucket, millions of lists a few sectors long) left most
+// 32-byte sectors of `sorted` partly written when L2 evicted them: 77 ms of a 2^26 G1 MSM
+// whose histogram, with the same atomics and no stores, took 9 ms. Now buckets are grouped
+// in bins of 2^s consecutive buckets (bins never cross a window: 2^s divides 2^(c-1)), few
+// enough that the lines the bins' cursors write (in `sorted` and `low`) stay in L2 until
+// full: at 2^26 with 2^14 bins a window (426K lines) the scatter took 106 ms, with 2^12
+// bins a window at 2^24 half the former time.
+//   msm_bin_flags   marks the bins holding more than `cap` entries ("large")
+//   msm_scatter     writes each entry of a small bin at its bin's cursor (the cursor of the
+//                   bin's first bucket; a bin's entries fill the bin's span of `sorted` in
+//                   any order) with its bucket's low s bits in `low`; an entry of a large bin
+//                   goes to its bucket's own cursor, as before (large bins have few, long
+//                   lists, which stream anyway: the crowded buckets of Filecoin's witnesses,
+//                   the top window's few buckets)
+//   msm_bin_sort    one block per small bin orders its span by bucket in shared memory
+// With s = 0 every bin is one bucket, msm_scatter writes final positions, and neither
+// msm_bin_flags nor msm_bin_sort runs. The order within a bucket is unspecified, as before.
+DEVI bool bin_is_large(const u32* __restrict__ large, u32 bin) { return (large[bin >> 5] >> (bin & 31)) & 1; }
+
+// One thread per bin; the block size is a multiple of 32 and every lane reaches the ballot.
+extern "C" __global__ void MSM_NAME(msm_bin_flags)(const u32* __restrict__ offsets, u32 nbins, u32 s, u32 cap,
+                                                   u32* __restrict__ large) {
+    u32 bin = blockIdx.x * blockDim.x + threadIdx.x;
+    bool big = bin < nbins && offsets[(bin + 1) << s] - offsets[bin << s] > cap;
+    u32 word = __ballot_sync(0xffffffffu, big);
+    if ((threadIdx.x & 31) == 0 && bin < nbins) large[bin >> 5] = word;
+}
+
+extern "C" __global__ void MSM_NAME(msm_scatter)(const Fr* __restrict__ canon, u32 n, u32 c, u32 nw, u32 s,
+                                                 const u32* __restrict__ large, u32* __restrict__ cursor,
+                                                 u32* __restrict__ sorted, unsigned char* __restrict__ low) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    Fr s = i < n ? canon[i] : Fr::zero();  // past the end: every digit 0, but in the warp
+    Fr sc = i < n ? canon[i] : Fr::zero();  // past the end: every digit 0, but in the warp
     u32 nb = 1u << (c - 1);
+    u32 lowmask = (1u << s) - 1;
     u32 carry = 0;
     for (u32 w = 0; w < nw; w++) {
         bool neg;
-        u32 d = signed_digit(s.v, w, c, carry, neg);
+        u32 d = signed_digit(sc.v, w, c, carry, neg);
         u32 key = d != 0 ? w * nb + d - 1 : NO_BUCKET;
+        // the cursor this entry advances: its bin's, or its bucket's in a large bin
+        bool binned = key != NO_BUCKET && s != 0 && !bin_is_large(large, key >> s);
+        u32 cur = key == NO_BUCKET ? NO_BUCKET : (binned ? key & ~lowmask : key);
         u32 pos = 0;
         if (w == 0) {
-            // one atomic per group of lanes with the same bucket; each lane takes the
+            // one atomic per group of lanes with the same cursor; each lane takes the
             // group's base plus its rank
             u32 leader, count;
-            u32 rank = warp_group(key, leader, count);
+            u32 rank = warp_group(cur, leader, count);
             u32 base = 0;
-            if (key != NO_BUCKET && rank == 0) base = atomicAdd(&cursor[key], count);
+            if (cur != NO_BUCKET && rank == 0) base = atomicAdd(&cursor[cur], count);
             pos = __shfl_sync(0xffffffffu, base, leader) + rank;
-        } else if (key != NO_BUCKET) {
-            pos = atomicAdd(&cursor[key], 1u);
+        } else if (cur != NO_BUCKET) {
+            pos = atomicAdd(&cursor[cur], 1u);
         }
-        if (key != NO_BUCKET) sorted[pos] = i | (neg ? 0x80000000u : 0u);
+        if (cur != NO_BUCKET) {
+            sorted[pos] = i | (neg ? 0x80000000u : 0u);
+            if (binned) low[pos] = (unsigned char)(key & lowmask);
+        }
     }
+}
+
+// One block per bin (s in 1..=8), with `cap` words of dynamic shared memory, the `cap` given
+// to msm_bin_flags. A small bin's span [offsets[bin << s], offsets[(bin + 1) << s]) holds its
+// entries in any order and `low` their buckets' low bits; the block counting-sorts the span
+// in shared memory (each bucket's start is known from `offsets`) and writes it back.
+extern "C" __global__ void MSM_NAME(msm_bin_sort)(const u32* __restrict__ offsets, u32 s,
+                                                  const u32* __restrict__ large, u32* __restrict__ sorted,
+                                                  const unsigned char* __restrict__ low) {
+    extern __shared__ u32 out[];
+    __shared__ u32 next[256];
+    u32 bin = blockIdx.x;
+    if (bin_is_large(large, bin)) return;
+    u32 first = bin << s;
+    u32 start = offsets[first];
+    u32 m = offsets[first + (1u << s)] - start;  // <= cap: the bin is small
+    if (m < 2) return;
+    for (u32 j = threadIdx.x; j < (1u << s); j += blockDim.x) next[j] = offsets[first + j] - start;
+    __syncthreads();
+    for (u32 j = threadIdx.x; j < m; j += blockDim.x) out[atomicAdd(&next[low[start + j]], 1u)] = sorted[start + j];
+    __syncthreads();
+    for (u32 j = threadIdx.x; j < m; j += blockDim.x) sorted[start + j] = out[j];
 }
 
 #endif  // MSM_ACCUMULATE_ONLY

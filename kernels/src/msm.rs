@@ -19,6 +19,7 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 use group::Group;
 
@@ -192,6 +193,28 @@ impl WindowPlan {
             .min_by_key(|&(cost, p)| (cost, std::cmp::Reverse(p.c)))
             .map(|(_, p)| p)
     }
+}
+
+/// Most entries a bin sorted in shared memory may hold (msm.cu's `msm_bin_sort`, one block a
+/// bin with this many words of dynamic shared memory: 128 KiB of the 227 KiB an H200's block
+/// may take); a fuller bin's entries go straight to their buckets.
+const BIN_CAP: usize = 1 << 15;
+
+/// Entries a bin of buckets holds on average: half of [`BIN_CAP`], so that nearly every bin
+/// of uniformly spread digits fits, and bins as wide as that allows, so that few of them
+/// (2^12 a window at 2^26 G1) are written at once.
+const BIN_TARGET: usize = BIN_CAP / 2;
+
+/// log2 of the buckets per bin for `entries` digits over `nbuckets` buckets of a window width
+/// `c`: the largest s <= min(8, c - 1) whose bins hold at most [`BIN_TARGET`] entries on
+/// average (0: one bucket a bin, no bin sort).
+fn bin_shift(entries: usize, nbuckets: usize, c: u32) -> u32 {
+    let per_bucket = entries.div_ceil(nbuckets.max(1)).max(1);
+    let mut s = 0;
+    while s < 8 && s + 1 < c && per_bucket << (s + 1) <= BIN_TARGET {
+        s += 1;
+    }
+    s
 }
 
 fn cfg(threads: usize, block: u32) -> LaunchConfig {
@@ -432,23 +455,80 @@ impl GpuDevice {
         let entries = entries[0] as usize;
         mark("scan");
 
-        // 4. bucket lists
+        // 4. bucket lists: entries binned by 2^s consecutive buckets, then each bin sorted
+        // (see msm.cu; s = 0 writes final positions at once)
+        let s = bin_shift(entries, nbuckets, c);
+        let nbins = nbuckets >> s;
         let mut sorted = alloc_u32(entries.max(1))?;
+        let mut large = alloc_u32(if s == 0 { 1 } else { nbins.div_ceil(32) })?;
+        // SAFETY: msm_scatter writes low[pos] for every entry of a small bin before
+        // msm_bin_sort reads it; entries of large bins are never read from it.
+        let mut low = unsafe { stream.alloc::<u8>(if s == 0 { 1 } else { entries.max(1) }) }
+            .map_err(self.drv("allocating MSM scratch"))?;
+        if s != 0 {
+            let f = kernel("msm_bin_flags")?;
+            let nbins32 = nbins as u32;
+            let mut l = stream.launch_builder(&f);
+            let cap = BIN_CAP as u32;
+            l.arg(&offsets)
+                .arg(&nbins32)
+                .arg(&s)
+                .arg(&cap)
+                .arg(&mut large);
+            // SAFETY: (const u32* offsets[nbuckets + 1], u32 nbins, u32 s, u32 cap, u32*
+            // large[ceil(nbins / 32)]); nbins << s == nbuckets, so every offset read exists;
+            // block of 256 (a multiple of 32, as its ballot needs).
+            unsafe { l.launch(cfg(nbins, 256)) }.map_err(self.drv("launching msm_bin_flags"))?;
+        }
         let f = kernel("msm_scatter")?;
         let mut l = stream.launch_builder(&f);
         l.arg(&canon)
             .arg(&n32)
             .arg(&c)
             .arg(&nw)
+            .arg(&s)
+            .arg(&large)
             .arg(&mut cursor)
-            .arg(&mut sorted);
-        // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32* cursor, u32* sorted[entries]); the
-        // cursors start at exclusive offsets of the counts the same digits produced, so every
-        // position written is < entries; nw windows hold every digit (WindowPlan::choose).
+            .arg(&mut sorted)
+            .arg(&mut low);
+        // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32 s, const u32* large, u32* cursor,
+        // u32* sorted[entries], u8* low[entries]); the cursors start at exclusive offsets of
+        // the counts the same digits produced (a small bin's entries advance the cursor of its
+        // first bucket, within the bin's span), so every position written is < entries; nw
+        // windows hold every digit (WindowPlan::choose); with s = 0 neither `large` nor `low`
+        // is touched.
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scatter"))?;
+        if s != 0 {
+            mark("scatter");
+            let f = kernel("msm_bin_sort")?;
+            let smem = (BIN_CAP * 4) as u32;
+            f.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .map_err(self.drv("allowing msm_bin_sort its shared memory"))?;
+            let mut l = stream.launch_builder(&f);
+            l.arg(&offsets)
+                .arg(&s)
+                .arg(&large)
+                .arg(&mut sorted)
+                .arg(&low);
+            let grid = LaunchConfig {
+                grid_dim: (nbins as u32, 1, 1),
+                block_dim: (1024, 1, 1),
+                shared_mem_bytes: smem,
+            };
+            // SAFETY: (const u32* offsets[nbuckets + 1], u32 s <= 8, const u32* large, u32*
+            // sorted[entries], const u8* low[entries]); one block per bin, nbins << s ==
+            // nbuckets; a small bin has at most BIN_CAP entries (msm_bin_flags was given
+            // BIN_CAP), the dynamic shared buffer's size in words.
+            unsafe { l.launch(grid) }.map_err(self.drv("launching msm_bin_sort"))?;
+        }
+        drop(large);
+        drop(low);
         drop(cursor);
         drop(canon);
-        mark("scatter");
+        mark(if s == 0 { "scatter" } else { "bin sort" });
 
         // 5. runs of k consecutive entries, across bucket boundaries: one thread each, so
         // every thread makes k additions whatever the bucket sizes (with one thread per bucket,
@@ -680,7 +760,8 @@ pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
     let canon = n * 32;
     let counts_offsets_cursor = (3 * nbuckets + 1) * 4;
     let scan_scratch = (2 * nbuckets.div_ceil(8192) + 2) * 4;
-    let sorted = entries * 4;
+    // the bucket lists, and the bucket's low bits of each binned entry (bin_shift)
+    let sorted = entries * 4 + entries + nbuckets.div_ceil(32) * 4;
     let parts = (2 * nbuckets + 1 + nparts) * 4;
     // partial sums, buckets, segment sums (<= nbuckets) and their reductions (< nbuckets / 4)
     let points = (nparts + 3 * nbuckets) * xyzz;
@@ -725,6 +806,28 @@ mod tests {
         // about 9 GiB for a 2^26 G1 chunk: sanity of the units
         let gib = msm_scratch_bytes::<G1>(1 << 26) as f64 / (1u64 << 30) as f64;
         assert!((4.0..16.0).contains(&gib), "{gib} GiB");
+    }
+
+    #[test]
+    fn bins_hold_about_the_target_and_never_cross_a_window() {
+        // random 2^26 scalars, c = 20, 13 windows: 128 entries a bucket, 128 buckets a bin
+        assert_eq!(bin_shift(13 << 26, 13 << 19, 20), 7);
+        // crowded buckets: one bucket a bin, no bin sort
+        assert_eq!(bin_shift(1 << 24, 256, 9), 0);
+        // sparse digits: at most 256 buckets a bin (msm_bin_sort's shared counters)
+        assert_eq!(bin_shift(1000, 13 << 19, 20), 8);
+        // never more buckets a bin than a window has (2^s divides 2^(c - 1))
+        assert_eq!(bin_shift(10, 1 << 7, 8), 7);
+        for c in 8..=20u32 {
+            for entries in [0usize, 1, 1 << 10, 1 << 20, 1 << 30] {
+                let nbuckets = 13usize << (c - 1);
+                let s = bin_shift(entries, nbuckets, c);
+                assert!(s <= 8 && s < c);
+                if s > 0 {
+                    assert!(entries.div_ceil(nbuckets).max(1) << s <= BIN_TARGET);
+                }
+            }
+        }
     }
 
     fn hist_of(bits: &[(usize, u32)]) -> Vec<u32> {
