@@ -51,6 +51,9 @@ pub struct GpuDevice {
     name: String,
     total_memory: usize,
     arch: String,
+    /// Bytes of shared memory one block may opt in to (227 KiB on an H200, 99 KiB on
+    /// consumer GPUs).
+    shared_per_block: usize,
     /// One cell per module of [`compile::MODULES`], filled at first use. Cells, not a lock:
     /// a device is driven by the one thread that owns it; were two threads to race on a
     /// first load, both load and one result is kept.
@@ -141,6 +144,9 @@ impl GpuDevice {
             .map_err(drv("reading the UUID"))?
             .bytes
             .map(|b| b as u8);
+        let shared_per_block =
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+                as usize;
         let name = ctx.name().map_err(drv("reading the name"))?;
         let total_memory = ctx.total_mem().map_err(drv("reading the memory size"))?;
         let (major, minor) = ctx
@@ -164,6 +170,7 @@ impl GpuDevice {
             name,
             total_memory,
             arch: format!("sm_{major}{minor}"),
+            shared_per_block,
             modules: compile::MODULES
                 .iter()
                 .map(|m| (m.name, OnceLock::new()))
@@ -187,6 +194,11 @@ impl GpuDevice {
     /// Marketing name, e.g. "NVIDIA H200".
     pub fn name(&self) -> &str {
         &self.name
+    }
+    /// Bytes of shared memory one block may take when its kernel opts in (the driver's
+    /// `MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`).
+    pub fn shared_memory_per_block(&self) -> usize {
+        self.shared_per_block
     }
     /// Total device memory in bytes.
     pub fn total_memory(&self) -> usize {
@@ -237,6 +249,7 @@ impl GpuDevice {
             name: self.name.clone(),
             total_memory: self.total_memory,
             arch: self.arch.clone(),
+            shared_per_block: self.shared_per_block,
             modules: compile::MODULES
                 .iter()
                 .map(|m| (m.name, OnceLock::new()))

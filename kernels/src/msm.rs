@@ -195,23 +195,35 @@ impl WindowPlan {
     }
 }
 
-/// Most entries a bin sorted in shared memory may hold (msm.cu's `msm_bin_sort`, one block a
-/// bin with this many words of dynamic shared memory: 128 KiB of the 227 KiB an H200's block
-/// may take); a fuller bin's entries go straight to their buckets.
-const BIN_CAP: usize = 1 << 15;
+/// Most entries a bin sorted in shared memory may hold: 2^15, in 128 KiB of the 227 KiB an
+/// H200's block may take.
+const BIN_CAP_MAX: usize = 1 << 15;
 
-/// Entries a bin of buckets holds on average: half of [`BIN_CAP`], so that nearly every bin
-/// of uniformly spread digits fits, and bins as wide as that allows, so that few of them
-/// (2^12 a window at 2^26 G1) are written at once.
-const BIN_TARGET: usize = BIN_CAP / 2;
+/// Bytes of static shared memory `msm_bin_sort` takes besides its dynamic buffer (256
+/// bucket cursors).
+const BIN_SORT_STATIC_SHARED: usize = 256 * 4;
+
+/// Entries a bin may hold on a device whose blocks may take `shared_per_block` bytes of
+/// shared memory: the largest power of two up to [`BIN_CAP_MAX`] whose words fit beside
+/// `msm_bin_sort`'s static cursors (16384 on GPUs with 99 KiB a block, 8192 with 48 KiB).
+/// A fuller bin's entries go straight to their buckets.
+fn bin_capacity(shared_per_block: usize) -> usize {
+    let words = shared_per_block.saturating_sub(BIN_SORT_STATIC_SHARED) / 4;
+    if words == 0 {
+        return 1;
+    }
+    (1usize << words.ilog2()).min(BIN_CAP_MAX)
+}
 
 /// log2 of the buckets per bin for `entries` digits over `nbuckets` buckets of a window width
-/// `c`: the largest s <= min(8, c - 1) whose bins hold at most [`BIN_TARGET`] entries on
-/// average (0: one bucket a bin, no bin sort).
-fn bin_shift(entries: usize, nbuckets: usize, c: u32) -> u32 {
+/// `c`, with bins of at most `cap` entries: the largest s <= min(8, c - 1) whose bins hold at
+/// most `cap / 2` entries on average, so that nearly every bin of uniformly spread digits
+/// fits, and bins as wide as that allows, so that few of them (2^12 a window at 2^26 G1 on an
+/// H200) are written at once (0: one bucket a bin, no bin sort).
+fn bin_shift(entries: usize, nbuckets: usize, c: u32, cap: usize) -> u32 {
     let per_bucket = entries.div_ceil(nbuckets.max(1)).max(1);
     let mut s = 0;
-    while s < 8 && s + 1 < c && per_bucket << (s + 1) <= BIN_TARGET {
+    while s < 8 && s + 1 < c && per_bucket << (s + 1) <= cap / 2 {
         s += 1;
     }
     s
@@ -457,7 +469,8 @@ impl GpuDevice {
 
         // 4. bucket lists: entries binned by 2^s consecutive buckets, then each bin sorted
         // (see msm.cu; s = 0 writes final positions at once)
-        let s = bin_shift(entries, nbuckets, c);
+        let cap = bin_capacity(self.shared_memory_per_block());
+        let s = bin_shift(entries, nbuckets, c, cap);
         let nbins = nbuckets >> s;
         let mut sorted = alloc_u32(entries.max(1))?;
         let mut large = alloc_u32(if s == 0 { 1 } else { nbins.div_ceil(32) })?;
@@ -469,11 +482,11 @@ impl GpuDevice {
             let f = kernel("msm_bin_flags")?;
             let nbins32 = nbins as u32;
             let mut l = stream.launch_builder(&f);
-            let cap = BIN_CAP as u32;
+            let cap32 = cap as u32;
             l.arg(&offsets)
                 .arg(&nbins32)
                 .arg(&s)
-                .arg(&cap)
+                .arg(&cap32)
                 .arg(&mut large);
             // SAFETY: (const u32* offsets[nbuckets + 1], u32 nbins, u32 s, u32 cap, u32*
             // large[ceil(nbins / 32)]); nbins << s == nbuckets, so every offset read exists;
@@ -501,7 +514,7 @@ impl GpuDevice {
         if s != 0 {
             mark("scatter");
             let f = kernel("msm_bin_sort")?;
-            let smem = (BIN_CAP * 4) as u32;
+            let smem = (cap * 4) as u32;
             f.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 smem as i32,
@@ -520,8 +533,9 @@ impl GpuDevice {
             };
             // SAFETY: (const u32* offsets[nbuckets + 1], u32 s <= 8, const u32* large, u32*
             // sorted[entries], const u8* low[entries]); one block per bin, nbins << s ==
-            // nbuckets; a small bin has at most BIN_CAP entries (msm_bin_flags was given
-            // BIN_CAP), the dynamic shared buffer's size in words.
+            // nbuckets; a small bin has at most `cap` entries (msm_bin_flags was given `cap`),
+            // the dynamic shared buffer's size in words, which with the static cursors fits
+            // the device's opt-in limit (bin_capacity).
             unsafe { l.launch(grid) }.map_err(self.drv("launching msm_bin_sort"))?;
         }
         drop(large);
@@ -809,22 +823,41 @@ mod tests {
     }
 
     #[test]
-    fn bins_hold_about_the_target_and_never_cross_a_window() {
+    fn bin_capacity_fits_the_device_shared_memory() {
+        // H200: 227 KiB a block; consumer GPUs 99 KiB; every GPU at least 48 KiB
+        assert_eq!(bin_capacity(232_448), 1 << 15);
+        assert_eq!(bin_capacity(101_376), 1 << 14);
+        assert_eq!(bin_capacity(49_152), 1 << 13);
+        assert_eq!(bin_capacity(0), 1);
+        for bytes in (0..300_000).step_by(997) {
+            let cap = bin_capacity(bytes);
+            assert!(cap.is_power_of_two() && cap <= BIN_CAP_MAX);
+            assert!(cap == 1 || cap * 4 + BIN_SORT_STATIC_SHARED <= bytes);
+        }
+    }
+
+    #[test]
+    fn bins_hold_about_half_the_capacity_and_never_cross_a_window() {
+        let cap = BIN_CAP_MAX;
         // random 2^26 scalars, c = 20, 13 windows: 128 entries a bucket, 128 buckets a bin
-        assert_eq!(bin_shift(13 << 26, 13 << 19, 20), 7);
+        assert_eq!(bin_shift(13 << 26, 13 << 19, 20, cap), 7);
+        // the same on a GPU with 99 KiB a block: 64 buckets a bin
+        assert_eq!(bin_shift(13 << 26, 13 << 19, 20, 1 << 14), 6);
         // crowded buckets: one bucket a bin, no bin sort
-        assert_eq!(bin_shift(1 << 24, 256, 9), 0);
+        assert_eq!(bin_shift(1 << 24, 256, 9, cap), 0);
         // sparse digits: at most 256 buckets a bin (msm_bin_sort's shared counters)
-        assert_eq!(bin_shift(1000, 13 << 19, 20), 8);
+        assert_eq!(bin_shift(1000, 13 << 19, 20, cap), 8);
         // never more buckets a bin than a window has (2^s divides 2^(c - 1))
-        assert_eq!(bin_shift(10, 1 << 7, 8), 7);
-        for c in 8..=20u32 {
-            for entries in [0usize, 1, 1 << 10, 1 << 20, 1 << 30] {
-                let nbuckets = 13usize << (c - 1);
-                let s = bin_shift(entries, nbuckets, c);
-                assert!(s <= 8 && s < c);
-                if s > 0 {
-                    assert!(entries.div_ceil(nbuckets).max(1) << s <= BIN_TARGET);
+        assert_eq!(bin_shift(10, 1 << 7, 8, cap), 7);
+        for cap in [1usize, 1 << 13, 1 << 14, 1 << 15] {
+            for c in 8..=20u32 {
+                for entries in [0usize, 1, 1 << 10, 1 << 20, 1 << 30] {
+                    let nbuckets = 13usize << (c - 1);
+                    let s = bin_shift(entries, nbuckets, c, cap);
+                    assert!(s <= 8 && s < c);
+                    if s > 0 {
+                        assert!(entries.div_ceil(nbuckets).max(1) << s <= cap / 2);
+                    }
                 }
             }
         }
