@@ -89,15 +89,17 @@ __constant__ u32 FR_ONE[8] = {0xfffffffe, 0x00000001, 0x00034802, 0x5884b7fa,
 __constant__ u32 FR_R2[8] = {0xf3f29c6d, 0xc999e990, 0x87925c23, 0x2b6cedcb,
                              0x7254398f, 0x05d31496, 0x9f59ff11, 0x0748d9d9};
 
+// LOW_ONE: the modulus' two lowest words are 1 and 2^32 - 1 (Fr), so the reduction's first
+// product of each chain needs no multiply (eo_mad_n_redc).
 struct FpCfg {
-    enum { N = 12 };
+    enum { N = 12, LOW_ONE = 0 };
     static DEVI u32 m(int i) { return FP_MOD[i]; }
     static DEVI u32 one(int i) { return FP_ONE[i]; }
     static DEVI u32 r2(int i) { return FP_R2[i]; }
     static DEVI u32 inv() { return 0xfffcfffdu; }  // -p^-1 mod 2^32
 };
 struct FrCfg {
-    enum { N = 8 };
+    enum { N = 8, LOW_ONE = 1 };
     static DEVI u32 m(int i) { return FR_MOD[i]; }
     static DEVI u32 one(int i) { return FR_ONE[i]; }
     static DEVI u32 r2(int i) { return FR_R2[i]; }
@@ -222,6 +224,17 @@ DEVI void eo_madc_n_rshift(u32* odd, const u32* a, u32 bi) {
     odd[N - 2] = madc_lo_cc(a[N - 2], bi, 0);
     odd[N - 1] = madc_hi(a[N - 2], bi, 0);
 }
+// eo_cmad_n with the first pair's product given: acc[0..1] += (lo0, hi0), then a[2..] * bi.
+template <int N>
+DEVI void eo_cmad_n_given(u32* acc, const u32* a, u32 bi, u32 lo0, u32 hi0) {
+    acc[0] = add_cc(acc[0], lo0);
+    acc[1] = addc_cc(acc[1], hi0);
+#pragma unroll
+    for (int j = 2; j < N; j += 2) {
+        acc[j] = madc_lo_cc(a[j], bi, acc[j]);
+        acc[j + 1] = madc_hi_cc(a[j], bi, acc[j + 1]);
+    }
+}
 template <class C>
 DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, const u32* mod_odd, u32 bi,
                         bool first) {
@@ -235,9 +248,18 @@ DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, 
         eo_cmad_n<N>(even, a, bi);
         odd[N - 1] = addc(odd[N - 1], 0);
     }
-    u32 mi = even[0] * C::inv();
-    eo_cmad_n<N>(odd, mod_odd, mi);
-    eo_cmad_n<N>(even, mod_even, mi);
+    if (C::LOW_ONE) {
+        // inv = -1, m[0] = 1, m[1] = 2^32 - 1: mi = -even[0], mi * 1 = (mi, 0) and
+        // mi * (2^32 - 1) = (-mi, mi - 1), or (0, 0) for mi = 0: four products of the
+        // row's 2N become additions (the Fr product, the NTT's inner loop, is IMAD-bound)
+        u32 mi = 0u - even[0];
+        eo_cmad_n_given<N>(odd, mod_odd, mi, 0u - mi, mi ? mi - 1 : 0u);
+        eo_cmad_n_given<N>(even, mod_even, mi, mi, 0u);
+    } else {
+        u32 mi = even[0] * C::inv();
+        eo_cmad_n<N>(odd, mod_odd, mi);
+        eo_cmad_n<N>(even, mod_even, mi);
+    }
     odd[N - 1] = addc(odd[N - 1], 0);
 }
 
