@@ -263,8 +263,11 @@ DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, 
     odd[N - 1] = addc(odd[N - 1], 0);
 }
 
+// The operands are taken by value: out of line (MUL_FN __noinline__), references made every
+// call store its operands in the caller's stack frame (local memory) and the callee load
+// them; by value they pass in registers (msm_segments_g2: 63.5 -> 42.7 ms of a 2^24 G2 MSM).
 template <class C>
-MUL_FN Mont<C> operator*(const Mont<C>& a, const Mont<C>& b) {
+MUL_FN Mont<C> operator*(Mont<C> a, Mont<C> b) {
     const int N = C::N;
     u32 mod[N + 1];
 #pragma unroll
