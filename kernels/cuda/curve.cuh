@@ -79,8 +79,8 @@ POINT_FN void xyzz_add_affine(Xyzz<F>& p, const Affine<F>& q) {
         p.ZZZ = F::one();
         return;
     }
-    F U2 = q.x * p.ZZ;
-    F S2 = q.y * p.ZZZ;
+    F U2, S2;
+    mul2(U2, S2, q.x, p.ZZ, q.y, p.ZZZ);  // interleaved where PAIRED_PRODUCTS, else in turn
     F P = U2 - p.X;
     F R = S2 - p.Y;
     if (P.is_zero()) {
@@ -90,6 +90,24 @@ POINT_FN void xyzz_add_affine(Xyzz<F>& p, const Affine<F>& q) {
             p = Xyzz<F>::inf();
         return;
     }
+#ifdef PAIRED_PRODUCTS
+    // the same formulas, the products in independent pairs (mul2, field.cuh); only where
+    // mul2 interleaves, since this order made the G2 accumulation spill more (416-byte stack
+    // instead of 256)
+    F PP, RR;
+    mul2(PP, RR, P, P, R, R);
+    F PPP, Q;
+    mul2(PPP, Q, P, PP, p.X, PP);
+    F X3 = RR - PPP - dbl(Q);
+    F T, ZZ3;
+    mul2(T, ZZ3, R, Q - X3, p.ZZ, PP);
+    F W, ZZZ3;
+    mul2(W, ZZZ3, p.Y, PPP, p.ZZZ, PPP);
+    p.Y = T - W;
+    p.X = X3;
+    p.ZZ = ZZ3;
+    p.ZZZ = ZZZ3;
+#else
     F PP = sqr(P);
     F PPP = P * PP;
     F Q = p.X * PP;
@@ -98,6 +116,7 @@ POINT_FN void xyzz_add_affine(Xyzz<F>& p, const Affine<F>& q) {
     p.X = X3;
     p.ZZ = p.ZZ * PP;
     p.ZZZ = p.ZZZ * PPP;
+#endif
 }
 
 // add-2008-s: p += q, handling infinity, doubling and p = -q.

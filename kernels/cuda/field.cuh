@@ -263,6 +263,17 @@ DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, 
     odd[N - 1] = addc(odd[N - 1], 0);
 }
 
+// The end of a product: r = even + odd one word down, reduced once.
+template <class C>
+DEVI void mont_merge(Mont<C>& r, const u32* even, const u32* odd) {
+    const int N = C::N;
+    r.v[0] = add_cc(even[0], odd[1]);
+#pragma unroll
+    for (int i = 1; i < N - 1; i++) r.v[i] = addc_cc(even[i], odd[i + 1]);
+    r.v[N - 1] = addc(even[N - 1], 0);
+    mont_reduce_once<C>(r.v);
+}
+
 // The operands are taken by value: out of line (MUL_FN __noinline__), references made every
 // call store its operands in the caller's stack frame (local memory) and the callee load
 // them; by value they pass in registers (msm_segments_g2: 63.5 -> 42.7 ms of a 2^24 G2 MSM).
@@ -279,14 +290,40 @@ MUL_FN Mont<C> operator*(Mont<C> a, Mont<C> b) {
         eo_mad_n_redc<C>(even, odd, a.v, mod, mod + 1, b.v[i], i == 0);
         eo_mad_n_redc<C>(odd, even, a.v, mod, mod + 1, b.v[i + 1], false);
     }
-    // merge: result = even + odd one word down
     Mont<C> r;
-    r.v[0] = add_cc(even[0], odd[1]);
-#pragma unroll
-    for (int i = 1; i < N - 1; i++) r.v[i] = addc_cc(even[i], odd[i + 1]);
-    r.v[N - 1] = addc(even[N - 1], 0);
-    mont_reduce_once<C>(r.v);
+    mont_merge<C>(r, even, odd);
     return r;
+}
+
+// Two independent Montgomery products, r1 = a1 b1 and r2 = a2 b2, with their rows
+// interleaved. Each product is carry chains through the one carry flag, and ptxas
+// interleaves only chains that are near in the program: a lone product keeps the multiply
+// pipe busy only while another warp has work (msm_accumulate_g1: 2 warps a scheduler, the
+// pipe 65% busy at 2^21). Modules that define PAIRED_PRODUCTS (the inlined G1 accumulation:
+// 386.5 -> 383.4 ms at 2^26 on an H200, 232 registers instead of 218) get the interleaved
+// form; the others two ordinary products, so out-of-line modules keep one product function.
+template <class C>
+DEVI void mul2(Mont<C>& r1, Mont<C>& r2, Mont<C> a1, Mont<C> b1, Mont<C> a2, Mont<C> b2) {
+#ifdef PAIRED_PRODUCTS
+    const int N = C::N;
+    u32 mod[N + 1];
+#pragma unroll
+    for (int i = 0; i < N; i++) mod[i] = C::m(i);
+    mod[N] = 0;
+    u32 even1[N], odd1[N + 1], even2[N], odd2[N + 1];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        eo_mad_n_redc<C>(even1, odd1, a1.v, mod, mod + 1, b1.v[i], i == 0);
+        eo_mad_n_redc<C>(even2, odd2, a2.v, mod, mod + 1, b2.v[i], i == 0);
+        eo_mad_n_redc<C>(odd1, even1, a1.v, mod, mod + 1, b1.v[i + 1], false);
+        eo_mad_n_redc<C>(odd2, even2, a2.v, mod, mod + 1, b2.v[i + 1], false);
+    }
+    mont_merge<C>(r1, even1, odd1);
+    mont_merge<C>(r2, even2, odd2);
+#else
+    r1 = a1 * b1;
+    r2 = a2 * b2;
+#endif
 }
 
 template <class C>
@@ -332,6 +369,12 @@ DEVI Fp2 operator*(const Fp2& a, const Fp2& b) {
     Fp t1 = a.c1 * b.c1;
     Fp t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
     return Fp2{t0 - t1, t2 - t0 - t1};
+}
+// Two Fp2 products, one after the other. (Pairing two of the three Fp products of each, as
+// mul2 does, made the G2 accumulation spill more: 317 -> 386 ms at 2^24.)
+DEVI void mul2(Fp2& r1, Fp2& r2, const Fp2& a1, const Fp2& b1, const Fp2& a2, const Fp2& b2) {
+    r1 = a1 * b1;
+    r2 = a2 * b2;
 }
 DEVI Fp2 sqr(const Fp2& a) {
     Fp s = a.c0 + a.c1;

@@ -1,6 +1,8 @@
 // Runs the field arithmetic of field.cuh on the host (carry primitives emulated), for
 // kernels/tests/field_algorithms_on_host.rs. Input lines: "<fp|fr> <a> <b>", each operand
-// the raw Montgomery limbs as one big-endian hex number; output: a+b, a-b, a*b, a^2 the same way.
+// the raw Montgomery limbs as one big-endian hex number; output: a+b, a-b, a*b, a^2 the same way,
+// and the word "mul2-mismatch" when the interleaved pair (mul2, compiled as in the modules that
+// define PAIRED_PRODUCTS) differs from the lone products.
 #include <cstdio>
 #include <cstring>
 #define __device__
@@ -10,6 +12,7 @@
 static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
     return (unsigned int)(((unsigned long long)a * b) >> 32);
 }
+#define PAIRED_PRODUCTS
 #include "field.cuh"
 
 template <class C>
@@ -38,6 +41,9 @@ static void run(const char* a, const char* b) {
     print(x - y);
     print(x * y);
     print(sqr(x));
+    Mont<C> p, s;
+    mul2(p, s, x, y, x, x);
+    if (!p.eq(x * y) || !s.eq(sqr(x))) printf(" mul2-mismatch");
     printf("\n");
 }
 int main() {

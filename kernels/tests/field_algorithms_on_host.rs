@@ -85,6 +85,8 @@ fn field_algorithms_on_host_match_blstrs() {
     assert_eq!(lines.len(), 2 * n, "host_check output");
     for i in 0..n {
         let fr: Vec<&str> = lines[2 * i].split_whitespace().collect();
+        // a fifth word is host_check's "mul2-mismatch": the interleaved pair went wrong
+        assert_eq!(fr.len(), 4, "Fr line {i}: {} (seed {seed})", lines[2 * i]);
         let want = [a[i] + b[i], a[i] - b[i], a[i] * b[i], a[i].square()];
         for (k, w) in want.iter().enumerate() {
             assert_eq!(
@@ -94,6 +96,7 @@ fn field_algorithms_on_host_match_blstrs() {
             );
         }
         let fp: Vec<&str> = lines[2 * i + 1].split_whitespace().collect();
+        assert_eq!(fp.len(), 4, "Fp line {i}: {} (seed {seed})", lines[2 * i + 1]);
         let (x, y) = (&fa[i], &fb[i]);
         let want = [
             host::fp_add(x, y),
