@@ -43,3 +43,43 @@ DEVI void mul_rate(F* data, u32 n, u32 iters) {
 }
 extern "C" __global__ void fr_mul_rate(Fr* data, u32 n, u32 iters) { mul_rate(data, n, iters); }
 extern "C" __global__ void fp_mul_rate(Fp* data, u32 n, u32 iters) { mul_rate(data, n, iters); }
+
+// Pipe probe: does the FP64 pipe multiply beside the integer one? Each thread runs 8
+// dependent chains of 64-bit integer multiply-adds (IMAD.WIDE.U32, the field product's
+// instruction) when mode & 1, and 8 chains of double fused multiply-adds (DFMA) when mode
+// & 2, `iters` steps each; the host times mode 1, 2 and 3. A chain's multiplier comes from
+// its own value, so nothing is hoisted out of the loop.
+extern "C" __global__ void pipe_rate(u32 mode, u32 iters, const u32* __restrict__ seed, u64* __restrict__ out) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    u64 acc[8];
+    double d[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        acc[j] = seed[(t + j) & 1023] | 1u;
+        d[j] = (double)seed[(t + 3 * j) & 1023] * 1e-10;
+    }
+    const double dx = 1.0 + (double)seed[t & 1023] * 1e-16, dy = (double)seed[(t + 1) & 1023] * 1e-12;
+    if (mode == 1) {
+        for (u32 k = 0; k < iters; k++) {
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[j] = (u64)(u32)(acc[j] >> 32) * (u32)acc[j] + acc[j];
+        }
+    } else if (mode == 2) {
+        for (u32 k = 0; k < iters; k++) {
+#pragma unroll
+            for (int j = 0; j < 8; j++) d[j] = fma(d[j], dx, dy);
+        }
+    } else {
+        for (u32 k = 0; k < iters; k++) {
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                acc[j] = (u64)(u32)(acc[j] >> 32) * (u32)acc[j] + acc[j];
+                d[j] = fma(d[j], dx, dy);
+            }
+        }
+    }
+    u64 r = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) r ^= acc[j] ^ (u64)__double_as_longlong(d[j]);
+    out[t] = r;
+}

@@ -44,6 +44,60 @@ pub fn field_mul_rates(dev: &GpuDevice) -> Result<(f64, f64)> {
     Ok((out[0], out[1]))
 }
 
+/// Multiply instructions per second on the integer and the FP64 pipes (the `pipe_rate`
+/// kernel): 64-bit integer multiply-adds alone, double FMAs alone, then both interleaved in
+/// one loop.
+#[derive(Clone, Copy, Debug)]
+pub struct PipeRates {
+    /// `IMAD.WIDE.U32` per second, alone.
+    pub imad_wide: f64,
+    /// `DFMA` per second, alone.
+    pub dfma: f64,
+    /// `IMAD.WIDE.U32` per second when interleaved with as many `DFMA`.
+    pub imad_wide_mixed: f64,
+    /// `DFMA` per second when interleaved with as many `IMAD.WIDE.U32`.
+    pub dfma_mixed: f64,
+}
+
+/// Measures [`PipeRates`]: whether a product could run partly on the FP64 pipe beside the
+/// integer one (if so, the mixed rates stay near the lone ones).
+pub fn pipe_rates(dev: &GpuDevice) -> Result<PipeRates> {
+    let f = dev.function(&FIELD, "pipe_rate")?;
+    let seed: Vec<u32> = (0..1024u32)
+        .map(|i| i.wrapping_mul(2_654_435_761).rotate_left(7) | 1)
+        .collect();
+    let seed = dev.upload(&seed)?;
+    let mut out = dev
+        .stream()
+        .alloc_zeros::<u64>(THREADS as usize)
+        .map_err(dev.drv("allocating"))?;
+    let iters: u32 = 2048;
+    let mut secs = [f64::MAX; 4];
+    for mode in 1u32..=3 {
+        for _ in 0..3 {
+            let t = Instant::now();
+            let mut l = dev.stream().launch_builder(&f);
+            l.arg(&mode).arg(&iters).arg(&seed.inner).arg(&mut out);
+            let cfg = LaunchConfig {
+                grid_dim: (THREADS / 256, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: (u32 mode, u32 iters, const u32* seed[1024], u64* out[THREADS]).
+            unsafe { l.launch(cfg) }.map_err(dev.drv("launching the pipe probe"))?;
+            dev.synchronize()?;
+            secs[mode as usize] = secs[mode as usize].min(t.elapsed().as_secs_f64());
+        }
+    }
+    let ops = 8.0 * THREADS as f64 * iters as f64;
+    Ok(PipeRates {
+        imad_wide: ops / secs[1],
+        dfma: ops / secs[2],
+        imad_wide_mixed: ops / secs[3],
+        dfma_mixed: ops / secs[3],
+    })
+}
+
 /// Mixed additions (XYZZ += affine) per second for curve `C`, using the first points of
 /// `bases`, as compiled for `msm_accumulate` (everything inlined, [`MsmCurve::ACCUMULATE_MODULE`]).
 pub fn madd_rate<C: MsmCurve>(dev: &GpuDevice, bases: &Bases<C>) -> Result<f64> {

@@ -66,6 +66,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let o1 = cuzk_kernels::probe::madd_rate_out_of_line(&dev, &g1)?;
         let o2 = cuzk_kernels::probe::madd_rate_out_of_line(&dev, &g2)?;
         println!("G1 madd {o1:.3e}/s, G2 madd {o2:.3e}/s (out-of-line field products)");
+        let p = cuzk_kernels::probe::pipe_rates(&dev)?;
+        println!(
+            "IMAD.WIDE {:.3e}/s alone, DFMA {:.3e}/s alone; interleaved: {:.3e}/s each (both pipes at once if near the lone rates)",
+            p.imad_wide, p.dfma, p.imad_wide_mixed
+        );
     }
     if want("ntt") {
         bench_ntt(&dev, quick, runs)?;
