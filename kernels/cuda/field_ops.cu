@@ -44,11 +44,11 @@ DEVI void mul_rate(F* data, u32 n, u32 iters) {
 extern "C" __global__ void fr_mul_rate(Fr* data, u32 n, u32 iters) { mul_rate(data, n, iters); }
 extern "C" __global__ void fp_mul_rate(Fp* data, u32 n, u32 iters) { mul_rate(data, n, iters); }
 
-// Pipe probe: does the FP64 pipe multiply beside the integer one? Each thread runs 8
-// dependent chains of 64-bit integer multiply-adds (IMAD.WIDE.U32, the field product's
-// instruction) when mode & 1, and 8 chains of double fused multiply-adds (DFMA) when mode
-// & 2, `iters` steps each; the host times mode 1, 2 and 3. A chain's multiplier comes from
-// its own value, so nothing is hoisted out of the loop.
+// Pipe probe: does the FP64 pipe multiply beside the integer one? Each thread runs, `iters`
+// steps each, 8 dependent chains of 64-bit integer multiply-adds (IMAD.WIDE.U32, the field
+// product's instruction) in mode 1, 8 chains of double fused multiply-adds (DFMA) in mode 2,
+// and both in one loop in mode 3; the host times each. A chain's multiplier comes from its
+// own value, so nothing is hoisted out of the loop.
 extern "C" __global__ void pipe_rate(u32 mode, u32 iters, const u32* __restrict__ seed, u64* __restrict__ out) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     u64 acc[8];
