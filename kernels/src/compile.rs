@@ -102,8 +102,8 @@ pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
 
 /// Per-thread stack, in bytes, every device context reserves when it is opened: at least the
 /// largest cumulative stack ptxas reports for any kernel of [`MODULES`] (`msm_segments_g2`,
-/// 1320 bytes since stop 21, 4072 before; `kernels_compile` checks the bound), so the driver never has to grow it at a
-/// kernel's first launch. On an H200 this reserves 4 KiB x 2048 threads x 132 SMs = 1.1 GiB,
+/// 1320 bytes since stop 21, 4072 before; `kernels_compile` checks the bound), so the driver
+/// never has to grow it at a kernel's first launch. On an H200 this reserves 4 KiB x 2048 threads x 132 SMs = 1.1 GiB,
 /// which the largest kernel takes at its first launch anyway. (Stop 17 counted it among the
 /// cures of an intermittent MSM fault; stop 18 found that fault's cause in ptxas's code for
 /// out-of-line point functions, see `INLINE_POINTS`.)

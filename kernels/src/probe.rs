@@ -24,21 +24,13 @@ pub fn field_mul_rates(dev: &GpuDevice) -> Result<(f64, f64)> {
         let seed: Vec<Scalar> = crate::testdata::scalars(9, THREADS as usize * limbs / 4);
         let mut data = dev.upload(&seed)?; // reinterpreted as Fp limbs: any reduced-enough values work for timing
         let iters: u32 = 256;
-        let mut best = f64::MAX;
-        for _ in 0..3 {
-            let t = Instant::now();
+        let best = best_of_three(dev, || {
             let mut l = dev.stream().launch_builder(&f);
             l.arg(&mut data.inner).arg(&THREADS).arg(&iters);
-            let cfg = LaunchConfig {
-                grid_dim: (THREADS / 256, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
             // SAFETY: (F* data[THREADS], u32 n, u32 iters); data holds THREADS elements of F.
-            unsafe { l.launch(cfg) }.map_err(dev.drv("launching a rate probe"))?;
-            dev.synchronize()?;
-            best = best.min(t.elapsed().as_secs_f64());
-        }
+            unsafe { l.launch(grid(256)) }.map_err(dev.drv("launching a rate probe"))?;
+            Ok(())
+        })?;
         out[slot] = 2.0 * THREADS as f64 * iters as f64 / best;
     }
     Ok((out[0], out[1]))
@@ -53,10 +45,8 @@ pub struct PipeRates {
     pub imad_wide: f64,
     /// `DFMA` per second, alone.
     pub dfma: f64,
-    /// `IMAD.WIDE.U32` per second when interleaved with as many `DFMA`.
-    pub imad_wide_mixed: f64,
-    /// `DFMA` per second when interleaved with as many `IMAD.WIDE.U32`.
-    pub dfma_mixed: f64,
+    /// `IMAD.WIDE.U32` per second, and as many `DFMA`, when the two are interleaved.
+    pub mixed: f64,
 }
 
 /// Measures [`PipeRates`]: whether a product could run partly on the FP64 pipe beside the
@@ -72,29 +62,21 @@ pub fn pipe_rates(dev: &GpuDevice) -> Result<PipeRates> {
         .alloc_zeros::<u64>(THREADS as usize)
         .map_err(dev.drv("allocating"))?;
     let iters: u32 = 2048;
-    let mut secs = [f64::MAX; 4];
-    for mode in 1u32..=3 {
-        for _ in 0..3 {
-            let t = Instant::now();
+    let ops = 8.0 * THREADS as f64 * iters as f64;
+    let mut rate = |mode: u32| -> Result<f64> {
+        let best = best_of_three(dev, || {
             let mut l = dev.stream().launch_builder(&f);
             l.arg(&mode).arg(&iters).arg(&seed.inner).arg(&mut out);
-            let cfg = LaunchConfig {
-                grid_dim: (THREADS / 256, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
             // SAFETY: (u32 mode, u32 iters, const u32* seed[1024], u64* out[THREADS]).
-            unsafe { l.launch(cfg) }.map_err(dev.drv("launching the pipe probe"))?;
-            dev.synchronize()?;
-            secs[mode as usize] = secs[mode as usize].min(t.elapsed().as_secs_f64());
-        }
-    }
-    let ops = 8.0 * THREADS as f64 * iters as f64;
+            unsafe { l.launch(grid(256)) }.map_err(dev.drv("launching the pipe probe"))?;
+            Ok(())
+        })?;
+        Ok(ops / best)
+    };
     Ok(PipeRates {
-        imad_wide: ops / secs[1],
-        dfma: ops / secs[2],
-        imad_wide_mixed: ops / secs[3],
-        dfma_mixed: ops / secs[3],
+        imad_wide: rate(1)?,
+        dfma: rate(2)?,
+        mixed: rate(3)?,
     })
 }
 
@@ -126,20 +108,33 @@ fn madd_rate_in<C: MsmCurve>(
         op: "madd_rate",
         detail: "no bases".into(),
     })?;
+    let best = best_of_three(dev, || {
+        let mut l = dev.stream().launch_builder(&f);
+        l.arg(raw).arg(&m).arg(&THREADS).arg(&iters).arg(&mut out);
+        // SAFETY: (const Affine* pts[m], u32 m, u32 n, u32 iters, Xyzz* out[n]); m <= bases.len().
+        unsafe { l.launch(grid(128)) }.map_err(dev.drv("launching a rate probe"))?;
+        Ok(())
+    })?;
+    Ok(THREADS as f64 * iters as f64 / best)
+}
+
+/// [`THREADS`] threads in blocks of `block` (a divisor of it).
+fn grid(block: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (THREADS / block, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// The shortest of three runs of `launch`, each timed until the device is done, in seconds.
+fn best_of_three(dev: &GpuDevice, mut launch: impl FnMut() -> Result<()>) -> Result<f64> {
     let mut best = f64::MAX;
     for _ in 0..3 {
         let t = Instant::now();
-        let mut l = dev.stream().launch_builder(&f);
-        l.arg(raw).arg(&m).arg(&THREADS).arg(&iters).arg(&mut out);
-        let cfg = LaunchConfig {
-            grid_dim: (THREADS / 128, 1, 1),
-            block_dim: (128, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: (const Affine* pts[m], u32 m, u32 n, u32 iters, Xyzz* out[n]); m <= bases.len().
-        unsafe { l.launch(cfg) }.map_err(dev.drv("launching a rate probe"))?;
+        launch()?;
         dev.synchronize()?;
         best = best.min(t.elapsed().as_secs_f64());
     }
-    Ok(THREADS as f64 * iters as f64 / best)
+    Ok(best)
 }

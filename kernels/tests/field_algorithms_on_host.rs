@@ -96,7 +96,12 @@ fn field_algorithms_on_host_match_blstrs() {
             );
         }
         let fp: Vec<&str> = lines[2 * i + 1].split_whitespace().collect();
-        assert_eq!(fp.len(), 4, "Fp line {i}: {} (seed {seed})", lines[2 * i + 1]);
+        assert_eq!(
+            fp.len(),
+            4,
+            "Fp line {i}: {} (seed {seed})",
+            lines[2 * i + 1]
+        );
         let (x, y) = (&fa[i], &fb[i]);
         let want = [
             host::fp_add(x, y),

@@ -69,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let p = cuzk_kernels::probe::pipe_rates(&dev)?;
         println!(
             "IMAD.WIDE {:.3e}/s alone, DFMA {:.3e}/s alone; interleaved: {:.3e}/s each (both pipes at once if near the lone rates)",
-            p.imad_wide, p.dfma, p.imad_wide_mixed
+            p.imad_wide, p.dfma, p.mixed
         );
     }
     if want("ntt") {
