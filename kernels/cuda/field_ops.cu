@@ -83,3 +83,51 @@ extern "C" __global__ void pipe_rate(u32 mode, u32 iters, const u32* __restrict_
     for (int j = 0; j < 8; j++) r ^= acc[j] ^ (u64)__double_as_longlong(d[j]);
     out[t] = r;
 }
+
+// The products of field_f64.cuh (on the FP64 pipe), for differential tests: out[i] = a_i b_i
+// (Fr: b_i prepared as a constant operand first, fr_tw).
+extern "C" __global__ void fr_test_mul_f64(const Fr* a, const Fr* b, Fr* out, u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = mul_f64(a[i], fr_tw(b[i]));
+}
+extern "C" __global__ void fp_test_mul_f64(const Fp* a, const Fp* b, Fp* out, u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = mul_f64(a[i], b[i]);
+}
+
+// Rate probes of the FP64-pipe products, shaped as mul_rate: Fr by a constant (the NTT's
+// twiddle products; prepared once), and Fp in three chains whose operands all change (the
+// MSM's shape: each product converts about one operand), beside the integer products in the
+// same three chains (fp_mul3_rate).
+extern "C" __global__ void fr_mul_f64_rate(Fr* data, u32 n, u32 iters) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fr x = data[i], y = data[(i + 1) % n], z = data[(i + 2) % n];
+    const FrTw t = fr_tw(y);
+    for (u32 k = 0; k < iters; k++) {
+        x = mul_f64(x, t);
+        z = mul_f64(z, t);
+    }
+    data[i] = x + z;
+}
+template <class M>
+DEVI void fp_mul3(Fp* data, u32 n, u32 iters, M mul) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fp x = data[i], y = data[(i + 1) % n], z = data[(i + 2) % n];
+    for (u32 k = 0; k < iters; k++) {
+        Fp x2 = mul(x, y), y2 = mul(y, z), z2 = mul(z, x);
+        x = x2;
+        y = y2;
+        z = z2;
+    }
+    data[i] = x + y + z;
+}
+extern "C" __global__ void fp_mul3_rate(Fp* data, u32 n, u32 iters) {
+    fp_mul3(data, n, iters, [](const Fp& a, const Fp& b) { return a * b; });
+}
+extern "C" __global__ void fp_mul3_f64_rate(Fp* data, u32 n, u32 iters) {
+    fp_mul3(data, n, iters, [](const Fp& a, const Fp& b) { return mul_f64(a, b); });
+}

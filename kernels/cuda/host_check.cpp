@@ -2,7 +2,12 @@
 // kernels/tests/field_algorithms_on_host.rs. Input lines: "<fp|fr> <a> <b>", each operand
 // the raw Montgomery limbs as one big-endian hex number; output: a+b, a-b, a*b, a^2 the same way,
 // and the word "mul2-mismatch" when the interleaved pair (mul2, compiled as in the modules that
-// define PAIRED_PRODUCTS) differs from the lone products.
+// define PAIRED_PRODUCTS) differs from the lone products, and "f64-mismatch" when the FP64-pipe
+// product (field_f64.cuh) differs from a*b. Compile with -frounding-math (the FP64 products'
+// round-toward-zero FMA sets the rounding mode per call here).
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #define __device__
@@ -14,6 +19,28 @@ static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
 }
 #define PAIRED_PRODUCTS
 #include "field.cuh"
+static inline double f64_fma_rz(double a, double b, double c) {
+    std::fesetround(FE_TOWARDZERO);
+    volatile double r = std::fma(a, b, c);
+    std::fesetround(FE_TONEAREST);
+    return r;
+}
+static inline double f64_fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+static inline double f64_sub_rn(double a, double b) { return a - b; }
+static inline u64 f64_bits(double x) {
+    u64 u;
+    memcpy(&u, &x, 8);
+    return u;
+}
+static inline double f64_from_bits(u64 u) {
+    double x;
+    memcpy(&x, &u, 8);
+    return x;
+}
+#include "field_f64.cuh"
+
+static bool f64_agrees(const Fp& x, const Fp& y) { return mul_f64(x, y).eq(x * y); }
+static bool f64_agrees(const Fr& x, const Fr& y) { return mul_f64(x, fr_tw(y)).eq(x * y); }
 
 template <class C>
 static bool parse(const char* hex, Mont<C>& x) {
@@ -44,6 +71,7 @@ static void run(const char* a, const char* b) {
     Mont<C> p, s;
     mul2(p, s, x, y, x, x);
     if (!p.eq(x * y) || !s.eq(sqr(x))) printf(" mul2-mismatch");
+    if (!f64_agrees(x, y) || !f64_agrees(x, x)) printf(" f64-mismatch");
     printf("\n");
 }
 int main() {

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 
 const FIELD_CUH: &str = include_str!("../cuda/field.cuh");
 const CURVE_CUH: &str = include_str!("../cuda/curve.cuh");
+const FIELD_F64_CUH: &str = include_str!("../cuda/field_f64.cuh");
 const FIELD_OPS_CU: &str = include_str!("../cuda/field_ops.cu");
 const NTT_CU: &str = include_str!("../cuda/ntt.cu");
 const MSM_CU: &str = include_str!("../cuda/msm.cu");
@@ -43,11 +44,13 @@ pub struct KernelModule {
     pub sources: &'static [&'static str],
 }
 
-/// Field-operation test kernels (`fr_test_ops`, `fp_test_ops`, `fp2_test_ops`, `fr_test_mont`).
+/// Field-operation test kernels (`fr_test_ops`, `fp_test_ops`, `fp2_test_ops`, `fr_test_mont`,
+/// and `fr_test_mul_f64`, `fp_test_mul_f64` for the FP64-pipe products of `field_f64.cuh`) and
+/// the rate probes.
 pub const FIELD: KernelModule = KernelModule {
     name: "field",
     defines: &[],
-    sources: &[FIELD_CUH, FIELD_OPS_CU],
+    sources: &[FIELD_CUH, FIELD_F64_CUH, FIELD_OPS_CU],
 };
 /// Fr NTT and element-wise Fr kernels.
 pub const NTT: KernelModule = KernelModule {

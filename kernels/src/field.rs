@@ -22,12 +22,23 @@ fn run<T: DeviceRepr + ValidAsZeroBits + Copy + Unpin>(
     a: &[T],
     b: &[T],
 ) -> Result<Vec<T>> {
+    run_n(dev, kernel, a, b, OPS.len())
+}
+
+/// Runs a test kernel `(const F* a[n], const F* b[n], F* out[ops n], u32 n)`.
+fn run_n<T: DeviceRepr + ValidAsZeroBits + Copy + Unpin>(
+    dev: &GpuDevice,
+    kernel: &'static str,
+    a: &[T],
+    b: &[T],
+    ops: usize,
+) -> Result<Vec<T>> {
     check_len(kernel, a.len(), b.len())?;
     let s = dev.stream();
     let da = s.clone_htod(a).map_err(dev.drv("copying to the device"))?;
     let db = s.clone_htod(b).map_err(dev.drv("copying to the device"))?;
     let mut out: CudaSlice<T> = s
-        .alloc_zeros(a.len() * OPS.len())
+        .alloc_zeros(a.len() * ops)
         .map_err(dev.drv("allocating"))?;
     let f = dev.function(&FIELD, kernel)?;
     let n = a.len() as u32;
@@ -38,7 +49,7 @@ fn run<T: DeviceRepr + ValidAsZeroBits + Copy + Unpin>(
         block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: (const F* a[n], const F* b[n], F* out[6n], u32 n) with matching lengths.
+    // SAFETY: (const F* a[n], const F* b[n], F* out[ops n], u32 n) with matching lengths.
     unsafe { l.launch(cfg) }.map_err(dev.drv("launching a field test kernel"))?;
     let v = s.clone_dtoh(&out).map_err(dev.drv("copying to the host"))?;
     dev.synchronize()?;
@@ -82,4 +93,27 @@ pub fn fp2_ops(dev: &GpuDevice, a: &[blst_fp2], b: &[blst_fp2]) -> Result<Vec<[b
         .chunks(6)
         .map(|c| std::array::from_fn(|i| fp2_from_limbs(&c[i])))
         .collect())
+}
+
+/// `a[i] * b[i]` by the FP64-pipe Fr product (`mul_f64` of cuda/field_f64.cuh, `b[i]`
+/// prepared as a constant operand first).
+pub fn fr_mul_f64(dev: &GpuDevice, a: &[Scalar], b: &[Scalar]) -> Result<Vec<Scalar>> {
+    let raw = run_n(
+        dev,
+        "fr_test_mul_f64",
+        Scalar::as_raw(a),
+        Scalar::as_raw(b),
+        1,
+    )?;
+    let mut out = vec![Scalar::filler(); raw.len()];
+    Scalar::as_raw_mut(&mut out).copy_from_slice(&raw);
+    Ok(out)
+}
+
+/// `a[i] * b[i]` by the FP64-pipe Fp product (`mul_f64` of cuda/field_f64.cuh).
+pub fn fp_mul_f64(dev: &GpuDevice, a: &[blst_fp], b: &[blst_fp]) -> Result<Vec<blst_fp>> {
+    let ra: Vec<[u64; 6]> = a.iter().map(|x| x.l).collect();
+    let rb: Vec<[u64; 6]> = b.iter().map(|x| x.l).collect();
+    let raw = run_n(dev, "fp_test_mul_f64", &ra, &rb, 1)?;
+    Ok(raw.iter().map(|l| fp_from_limbs(l)).collect())
 }

@@ -15,25 +15,52 @@ const THREADS: u32 = 132 * 2048;
 
 /// Field products per second: `(Fr rate, Fp rate)`, inline products as in the NTT.
 pub fn field_mul_rates(dev: &GpuDevice) -> Result<(f64, f64)> {
-    let mut out = [0.0; 2];
-    for (slot, (name, limbs)) in [("fr_mul_rate", 4usize), ("fp_mul_rate", 6)]
-        .into_iter()
-        .enumerate()
-    {
-        let f = dev.function(&FIELD, name)?;
-        let seed: Vec<Scalar> = crate::testdata::scalars(9, THREADS as usize * limbs / 4);
-        let mut data = dev.upload(&seed)?; // reinterpreted as Fp limbs: any reduced-enough values work for timing
-        let iters: u32 = 256;
-        let best = best_of_three(dev, || {
-            let mut l = dev.stream().launch_builder(&f);
-            l.arg(&mut data.inner).arg(&THREADS).arg(&iters);
-            // SAFETY: (F* data[THREADS], u32 n, u32 iters); data holds THREADS elements of F.
-            unsafe { l.launch(grid(256)) }.map_err(dev.drv("launching a rate probe"))?;
-            Ok(())
-        })?;
-        out[slot] = 2.0 * THREADS as f64 * iters as f64 / best;
-    }
-    Ok((out[0], out[1]))
+    Ok((
+        product_rate(dev, "fr_mul_rate", 4, 2)?,
+        product_rate(dev, "fp_mul_rate", 6, 2)?,
+    ))
+}
+
+/// Products per second of the kernel `name` of [`FIELD`], shaped as `mul_rate` (`(F* data,
+/// u32 n, u32 iters)`, `per_iter` products an iteration), over elements of `limbs` 64-bit
+/// words.
+fn product_rate(dev: &GpuDevice, name: &str, limbs: usize, per_iter: u32) -> Result<f64> {
+    let f = dev.function(&FIELD, name)?;
+    let seed: Vec<Scalar> = crate::testdata::scalars(9, THREADS as usize * limbs / 4);
+    let mut data = dev.upload(&seed)?; // reinterpreted as Fp limbs: any reduced-enough values work for timing
+    let iters: u32 = 256;
+    let best = best_of_three(dev, || {
+        let mut l = dev.stream().launch_builder(&f);
+        l.arg(&mut data.inner).arg(&THREADS).arg(&iters);
+        // SAFETY: (F* data[THREADS], u32 n, u32 iters); data holds THREADS elements of F.
+        unsafe { l.launch(grid(256)) }.map_err(dev.drv("launching a rate probe"))?;
+        Ok(())
+    })?;
+    Ok(f64::from(per_iter) * THREADS as f64 * iters as f64 / best)
+}
+
+/// Field products per second on the integer pipe (field.cuh) and on the FP64 pipe
+/// (field_f64.cuh), each pair measured in the same shape.
+#[derive(Clone, Copy, Debug)]
+pub struct F64Rates {
+    /// Fr by a constant (the NTT's twiddle products), integer products.
+    pub fr_int: f64,
+    /// The same on the FP64 pipe (the constant prepared once).
+    pub fr_f64: f64,
+    /// Fp in three chains whose operands all change (the MSM's shape), integer products.
+    pub fp_int: f64,
+    /// The same on the FP64 pipe.
+    pub fp_f64: f64,
+}
+
+/// Measures [`F64Rates`].
+pub fn f64_rates(dev: &GpuDevice) -> Result<F64Rates> {
+    Ok(F64Rates {
+        fr_int: product_rate(dev, "fr_mul_rate", 4, 2)?,
+        fr_f64: product_rate(dev, "fr_mul_f64_rate", 4, 2)?,
+        fp_int: product_rate(dev, "fp_mul3_rate", 6, 3)?,
+        fp_f64: product_rate(dev, "fp_mul3_f64_rate", 6, 3)?,
+    })
 }
 
 /// Multiply instructions per second on the integer and the FP64 pipes (the `pipe_rate`

@@ -39,6 +39,7 @@ fn field_algorithms_on_host_match_blstrs() {
             "-O2",
             "-std=c++17",
             "-w",
+            "-frounding-math",
             "-I",
             cuda,
             &format!("{cuda}/host_check.cpp"),

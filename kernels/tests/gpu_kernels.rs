@@ -106,6 +106,19 @@ fn field_ops_match_blstrs() {
             );
         }
     }
+    // the FP64-pipe products (field_f64.cuh) on the same inputs, edge cases included
+    let got = field::fr_mul_f64(&dev, &a, &b).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], a[i] * b[i], "Fr mul_f64 at {i} (seed {seed})");
+    }
+    let got = field::fp_mul_f64(&dev, &a1, &b1).unwrap();
+    for i in 0..n {
+        assert_eq!(
+            got[i].l,
+            host::fp_mul(&a1[i], &b1[i]).l,
+            "Fp mul_f64 at {i} (seed {seed})"
+        );
+    }
     let got = field::fp2_ops(&dev, &a2, &b2).unwrap();
     for i in 0..n {
         let (x, y) = (&a2[i], &b2[i]);

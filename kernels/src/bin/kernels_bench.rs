@@ -71,6 +71,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "IMAD.WIDE {:.3e}/s alone, DFMA {:.3e}/s alone; interleaved: {:.3e}/s each (both pipes at once if near the lone rates)",
             p.imad_wide, p.dfma, p.mixed
         );
+        let f = cuzk_kernels::probe::f64_rates(&dev)?;
+        println!(
+            "FP64-pipe products: Fr by a constant {:.3e}/s (integer {:.3e}/s, {:.2}x), Fp with changing operands {:.3e}/s (integer {:.3e}/s, {:.2}x)",
+            f.fr_f64, f.fr_int, f.fr_f64 / f.fr_int, f.fp_f64, f.fp_int, f.fp_f64 / f.fp_int
+        );
     }
     if want("ntt") {
         bench_ntt(&dev, quick, runs)?;
