@@ -165,3 +165,82 @@ fn best_of_three(dev: &GpuDevice, mut launch: impl FnMut() -> Result<()>) -> Res
     }
     Ok(best)
 }
+
+/// One run of the batch-affine addition probe (`affine_batch_g1_b{b}` in cuda/msm.cu, used by
+/// no MSM): `n` threads with `b` affine accumulators each (`b` one of 64, 256, 1024), every
+/// accumulator gaining one point a round for `rounds` rounds, the `b` slopes of a thread's
+/// round sharing one inversion. Accumulator j of thread t starts at point `(t b + j) & mask`
+/// of `bases` and gains point `(t b + j + 7919 k) & mask` in round k, `mask + 1` being the
+/// largest power of two of points in `bases` (at most 2^20). Returns the accumulators
+/// (thread t's j-th at `j n + t`).
+pub fn affine_batch_g1(
+    dev: &GpuDevice,
+    bases: &Bases<crate::msm::G1>,
+    b: u32,
+    n: u32,
+    rounds: u32,
+) -> Result<Vec<blstrs::G1Affine>> {
+    let (acc, _) = affine_batch_run(dev, bases, b, n, rounds)?;
+    dev.download(&acc)
+}
+
+/// Runs the probe; returns the accumulators on the device and the seconds the launch took.
+fn affine_batch_run(
+    dev: &GpuDevice,
+    bases: &Bases<crate::msm::G1>,
+    b: u32,
+    n: u32,
+    rounds: u32,
+) -> Result<(crate::device::DeviceBuffer<blstrs::G1Affine>, f64)> {
+    if ![64, 256, 1024].contains(&b) || n == 0 || bases.is_empty() {
+        return Err(Error::Unsupported {
+            op: "affine_batch_g1",
+            detail: format!("b = {b} (64, 256 or 1024), n = {n}, {} bases", bases.len()),
+        });
+    }
+    let f = dev.function(&crate::compile::MSM_G1, &format!("affine_batch_g1_b{b}"))?;
+    let mask = (1u32 << bases.len().min(1 << 20).ilog2()) - 1;
+    let total = n as usize * b as usize;
+    let mut acc = dev.alloc_zeroed::<blstrs::G1Affine>(total)?;
+    let mut pre = dev
+        .stream()
+        .alloc_zeros::<u64>(total * 6)
+        .map_err(dev.drv("allocating"))?;
+    let raw = bases.raw().ok_or(Error::Unsupported {
+        op: "affine_batch_g1",
+        detail: "no bases".into(),
+    })?;
+    dev.synchronize()?;
+    let t = Instant::now();
+    let mut l = dev.stream().launch_builder(&f);
+    l.arg(raw)
+        .arg(&mask)
+        .arg(&n)
+        .arg(&rounds)
+        .arg(acc.raw_mut())
+        .arg(&mut pre);
+    let cfg = LaunchConfig {
+        grid_dim: (n.div_ceil(128), 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: (const Affine* pts[mask + 1], u32 mask, u32 n, u32 rounds, Affine* acc[b n],
+    // Fp* pre[b n]); mask + 1 <= bases.len(), acc and pre hold b n elements.
+    unsafe { l.launch(cfg) }.map_err(dev.drv("launching the batch-affine probe"))?;
+    dev.synchronize()?;
+    Ok((acc, t.elapsed().as_secs_f64()))
+}
+
+/// Batch-affine G1 additions per second with `b` accumulators a thread (the probe of
+/// [`affine_batch_g1`] over 132 x 512 threads, 4096 additions a thread, less the same launch
+/// with no rounds; best of three), to compare with [`madd_rate`].
+pub fn affine_batch_rate(dev: &GpuDevice, bases: &Bases<crate::msm::G1>, b: u32) -> Result<f64> {
+    let n: u32 = 132 * 512;
+    let rounds = 4096 / b.max(1);
+    let (mut t0, mut t1) = (f64::MAX, f64::MAX);
+    for _ in 0..3 {
+        t0 = t0.min(affine_batch_run(dev, bases, b, n, 0)?.1);
+        t1 = t1.min(affine_batch_run(dev, bases, b, n, rounds)?.1);
+    }
+    Ok(f64::from(n) * f64::from(b) * f64::from(rounds) / (t1 - t0).max(1e-9))
+}

@@ -634,6 +634,35 @@ fn msm_g2_matches_blstrs() {
 
 #[test]
 #[ignore = "needs a CUDA device"]
+fn batch_affine_probe_sums_match_blstrs() {
+    // The batch-affine addition probe (probe::affine_batch_g1, used by no MSM): every
+    // accumulator of every thread against the same sum on the host, for each batch size.
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let pts = g1_points(seed, 1024);
+    let bases = dev.upload_g1_bases(&pts).unwrap();
+    for (b, n, rounds) in [(64u32, 100u32, 3u32), (256, 9, 2), (1024, 2, 2)] {
+        let got = cuzk_kernels::probe::affine_batch_g1(&dev, &bases, b, n, rounds).unwrap();
+        assert_eq!(got.len(), (b * n) as usize);
+        for t in 0..n {
+            for j in 0..b {
+                let want: G1Projective = (0..=rounds)
+                    .map(|k| G1Projective::from(pts[((t * b + j + 7919 * k) & 1023) as usize]))
+                    .sum();
+                assert_eq!(
+                    got[(j * n + t) as usize],
+                    want.to_affine(),
+                    "b={b} thread {t} accumulator {j} (seed {seed})"
+                );
+            }
+        }
+        println!("b={b}: {} sums ok", b * n);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
 fn msm_over_one_repeated_point_takes_every_doubling_path() {
     // Every base the same point P: every bucket, piece and window sum is a small multiple of
     // P, so equal points meet in the additions of one warp while other lanes add distinct

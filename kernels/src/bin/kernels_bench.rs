@@ -71,6 +71,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "IMAD.WIDE {:.3e}/s alone, DFMA {:.3e}/s alone; interleaved: {:.3e}/s each (both pipes at once if near the lone rates)",
             p.imad_wide, p.dfma, p.mixed
         );
+        let ab: Vec<String> = [64u32, 256, 1024]
+            .iter()
+            .map(|&b| {
+                cuzk_kernels::probe::affine_batch_rate(&dev, &g1, b)
+                    .map(|r| format!("{r:.3e}/s with {b} a thread"))
+            })
+            .collect::<Result<_, _>>()?;
+        println!(
+            "G1 batch-affine additions (one inversion a thread's batch): {}",
+            ab.join(", ")
+        );
         let f = cuzk_kernels::probe::f64_rates(&dev)?;
         println!(
             "FP64-pipe products: Fr by a constant {:.3e}/s (integer {:.3e}/s, {:.2}x), Fp with changing operands {:.3e}/s (integer {:.3e}/s, {:.2}x)",
