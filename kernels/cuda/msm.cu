@@ -542,4 +542,9 @@ extern "C" __global__ void affine_batch_g1_b256(const PAffine* pts, u32 mask, u3
 extern "C" __global__ void affine_batch_g1_b1024(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc, Fp* pre) {
     affine_batch<1024>(pts, mask, n, rounds, acc, pre);
 }
+// The same with four blocks of 128 an SM (128 registers, some spilled) instead of three.
+extern "C" __global__ void __launch_bounds__(128, 4)
+    affine_batch_g1_b1024_lb(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc, Fp* pre) {
+    affine_batch<1024>(pts, mask, n, rounds, acc, pre);
+}
 #endif

@@ -167,7 +167,8 @@ fn best_of_three(dev: &GpuDevice, mut launch: impl FnMut() -> Result<()>) -> Res
 }
 
 /// One run of the batch-affine addition probe (`affine_batch_g1_b{b}` in cuda/msm.cu, used by
-/// no MSM): `n` threads with `b` affine accumulators each (`b` one of 64, 256, 1024), every
+/// no MSM): `n` threads with `b` affine accumulators each (`b` one of 64, 256, 1024; 1025
+/// runs the 1024 kernel compiled for four blocks of 128 an SM instead of three), every
 /// accumulator gaining one point a round for `rounds` rounds, the `b` slopes of a thread's
 /// round sharing one inversion. Accumulator j of thread t starts at point `(t b + j) & mask`
 /// of `bases` and gains point `(t b + j + 7919 k) & mask` in round k, `mask + 1` being the
@@ -192,13 +193,18 @@ fn affine_batch_run(
     n: u32,
     rounds: u32,
 ) -> Result<(crate::device::DeviceBuffer<blstrs::G1Affine>, f64)> {
-    if ![64, 256, 1024].contains(&b) || n == 0 || bases.is_empty() {
+    if ![64, 256, 1024, 1025].contains(&b) || n == 0 || bases.is_empty() {
         return Err(Error::Unsupported {
             op: "affine_batch_g1",
-            detail: format!("b = {b} (64, 256 or 1024), n = {n}, {} bases", bases.len()),
+            detail: format!("b = {b} (64, 256, 1024 or 1025), n = {n}, {} bases", bases.len()),
         });
     }
-    let f = dev.function(&crate::compile::MSM_G1, &format!("affine_batch_g1_b{b}"))?;
+    let name = match b {
+        1025 => "affine_batch_g1_b1024_lb".to_string(),
+        _ => format!("affine_batch_g1_b{b}"),
+    };
+    let f = dev.function(&crate::compile::MSM_G1, &name)?;
+    let b = b.min(1024);
     let mask = (1u32 << bases.len().min(1 << 20).ilog2()) - 1;
     let total = n as usize * b as usize;
     let mut acc = dev.alloc_zeroed::<blstrs::G1Affine>(total)?;
@@ -232,15 +238,16 @@ fn affine_batch_run(
 }
 
 /// Batch-affine G1 additions per second with `b` accumulators a thread (the probe of
-/// [`affine_batch_g1`] over 132 x 512 threads, 4096 additions a thread, less the same launch
-/// with no rounds; best of three), to compare with [`madd_rate`].
+/// [`affine_batch_g1`], 4096 additions a thread, less the same launch with no rounds; best of
+/// three), over one full wave of an H200: 132 x 384 threads (three blocks of 128 an SM at
+/// 140 registers), or 132 x 512 for `b` = 1025 (four blocks). To compare with [`madd_rate`].
 pub fn affine_batch_rate(dev: &GpuDevice, bases: &Bases<crate::msm::G1>, b: u32) -> Result<f64> {
-    let n: u32 = 132 * 512;
-    let rounds = 4096 / b.max(1);
+    let n: u32 = if b == 1025 { 132 * 512 } else { 132 * 384 };
+    let rounds = 4096 / b.clamp(1, 1024);
     let (mut t0, mut t1) = (f64::MAX, f64::MAX);
     for _ in 0..3 {
         t0 = t0.min(affine_batch_run(dev, bases, b, n, 0)?.1);
         t1 = t1.min(affine_batch_run(dev, bases, b, n, rounds)?.1);
     }
-    Ok(f64::from(n) * f64::from(b) * f64::from(rounds) / (t1 - t0).max(1e-9))
+    Ok(f64::from(n) * f64::from(b.min(1024)) * f64::from(rounds) / (t1 - t0).max(1e-9))
 }

@@ -642,8 +642,9 @@ fn batch_affine_probe_sums_match_blstrs() {
     println!("seed {seed}");
     let pts = g1_points(seed, 1024);
     let bases = dev.upload_g1_bases(&pts).unwrap();
-    for (b, n, rounds) in [(64u32, 100u32, 3u32), (256, 9, 2), (1024, 2, 2)] {
-        let got = cuzk_kernels::probe::affine_batch_g1(&dev, &bases, b, n, rounds).unwrap();
+    for (kernel, n, rounds) in [(64u32, 100u32, 3u32), (256, 9, 2), (1024, 2, 2), (1025, 3, 1)] {
+        let got = cuzk_kernels::probe::affine_batch_g1(&dev, &bases, kernel, n, rounds).unwrap();
+        let b = kernel.min(1024);
         assert_eq!(got.len(), (b * n) as usize);
         for t in 0..n {
             for j in 0..b {

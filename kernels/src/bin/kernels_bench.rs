@@ -71,11 +71,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "IMAD.WIDE {:.3e}/s alone, DFMA {:.3e}/s alone; interleaved: {:.3e}/s each (both pipes at once if near the lone rates)",
             p.imad_wide, p.dfma, p.mixed
         );
-        let ab: Vec<String> = [64u32, 256, 1024]
+        let ab: Vec<String> = [64u32, 256, 1024, 1025]
             .iter()
             .map(|&b| {
-                cuzk_kernels::probe::affine_batch_rate(&dev, &g1, b)
-                    .map(|r| format!("{r:.3e}/s with {b} a thread"))
+                cuzk_kernels::probe::affine_batch_rate(&dev, &g1, b).map(|r| match b {
+                    1025 => format!("{r:.3e}/s with 1024 a thread, 4 blocks an SM"),
+                    _ => format!("{r:.3e}/s with {b} a thread"),
+                })
             })
             .collect::<Result<_, _>>()?;
         println!(
