@@ -166,22 +166,61 @@ fn best_of_three(dev: &GpuDevice, mut launch: impl FnMut() -> Result<()>) -> Res
     Ok(best)
 }
 
-/// One run of the batch-affine addition probe (`affine_batch_g1_b{b}` in cuda/msm.cu, used by
-/// no MSM): `n` threads with `b` affine accumulators each (`b` one of 64, 256, 1024; 1025
-/// runs the 1024 kernel compiled for four blocks of 128 an SM instead of three), every
-/// accumulator gaining one point a round for `rounds` rounds, the `b` slopes of a thread's
-/// round sharing one inversion. Accumulator j of thread t starts at point `(t b + j) & mask`
-/// of `bases` and gains point `(t b + j + 7919 k) & mask` in round k, `mask + 1` being the
-/// largest power of two of points in `bases` (at most 2^20). Returns the accumulators
-/// (thread t's j-th at `j n + t`).
+/// A kernel of the batch-affine addition probe (`affine_batch_g1_b*` in cuda/msm.cu, used by
+/// no MSM): how many affine accumulators a thread keeps, the slopes of a round sharing one
+/// inversion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AffineBatch {
+    /// 64 accumulators a thread.
+    B64,
+    /// 256 accumulators a thread.
+    B256,
+    /// 1024 accumulators a thread (140 registers: three blocks of 128 an SM on an H200).
+    B1024,
+    /// 1024 a thread, compiled for four blocks of 128 an SM (128 registers, some spilled).
+    B1024FourBlocks,
+}
+
+impl AffineBatch {
+    /// Accumulators a thread.
+    pub fn per_thread(self) -> u32 {
+        match self {
+            AffineBatch::B64 => 64,
+            AffineBatch::B256 => 256,
+            AffineBatch::B1024 | AffineBatch::B1024FourBlocks => 1024,
+        }
+    }
+    fn kernel(self) -> &'static str {
+        match self {
+            AffineBatch::B64 => "affine_batch_g1_b64",
+            AffineBatch::B256 => "affine_batch_g1_b256",
+            AffineBatch::B1024 => "affine_batch_g1_b1024",
+            AffineBatch::B1024FourBlocks => "affine_batch_g1_b1024_lb",
+        }
+    }
+    /// Threads that fill an H200 (132 SMs) once: three or four blocks of 128 an SM.
+    fn wave(self) -> u32 {
+        match self {
+            AffineBatch::B1024FourBlocks => 132 * 512,
+            _ => 132 * 384,
+        }
+    }
+}
+
+/// One run of the batch-affine probe: `n` threads with `kind.per_thread()` = B affine
+/// accumulators each, every accumulator gaining one point a round for `rounds` rounds.
+/// Accumulator j of thread t starts at point `(t B + j) & mask` of `bases` and gains point
+/// `(t B + j + 7919 k) & mask` in round k, `mask + 1` being the largest power of two of
+/// points in `bases` (at most 2^20). Returns the accumulators (thread t's j-th at `j n + t`).
+/// Needs n B < 2^31 (the kernel's 32-bit indices).
 pub fn affine_batch_g1(
     dev: &GpuDevice,
     bases: &Bases<crate::msm::G1>,
-    b: u32,
+    kind: AffineBatch,
     n: u32,
     rounds: u32,
 ) -> Result<Vec<blstrs::G1Affine>> {
-    let (acc, _) = affine_batch_run(dev, bases, b, n, rounds)?;
+    let (acc, _) = affine_batch_run(dev, bases, kind, n, rounds)?;
     dev.download(&acc)
 }
 
@@ -189,24 +228,23 @@ pub fn affine_batch_g1(
 fn affine_batch_run(
     dev: &GpuDevice,
     bases: &Bases<crate::msm::G1>,
-    b: u32,
+    kind: AffineBatch,
     n: u32,
     rounds: u32,
 ) -> Result<(crate::device::DeviceBuffer<blstrs::G1Affine>, f64)> {
-    if ![64, 256, 1024, 1025].contains(&b) || n == 0 || bases.is_empty() {
+    let b = kind.per_thread();
+    let total = n as usize * b as usize;
+    if n == 0 || total >= 1 << 31 || bases.is_empty() {
         return Err(Error::Unsupported {
             op: "affine_batch_g1",
-            detail: format!("b = {b} (64, 256, 1024 or 1025), n = {n}, {} bases", bases.len()),
+            detail: format!(
+                "{n} threads of {b} accumulators over {} bases (needs n > 0, n x {b} < 2^31, bases)",
+                bases.len()
+            ),
         });
     }
-    let name = match b {
-        1025 => "affine_batch_g1_b1024_lb".to_string(),
-        _ => format!("affine_batch_g1_b{b}"),
-    };
-    let f = dev.function(&crate::compile::MSM_G1, &name)?;
-    let b = b.min(1024);
+    let f = dev.function(&crate::compile::MSM_G1, kind.kernel())?;
     let mask = (1u32 << bases.len().min(1 << 20).ilog2()) - 1;
-    let total = n as usize * b as usize;
     let mut acc = dev.alloc_zeroed::<blstrs::G1Affine>(total)?;
     let mut pre = dev
         .stream()
@@ -231,23 +269,26 @@ fn affine_batch_run(
         shared_mem_bytes: 0,
     };
     // SAFETY: (const Affine* pts[mask + 1], u32 mask, u32 n, u32 rounds, Affine* acc[b n],
-    // Fp* pre[b n]); mask + 1 <= bases.len(), acc and pre hold b n elements.
+    // Fp* pre[b n]); mask + 1 <= bases.len(), acc and pre hold b n < 2^31 elements.
     unsafe { l.launch(cfg) }.map_err(dev.drv("launching the batch-affine probe"))?;
     dev.synchronize()?;
     Ok((acc, t.elapsed().as_secs_f64()))
 }
 
-/// Batch-affine G1 additions per second with `b` accumulators a thread (the probe of
-/// [`affine_batch_g1`], 4096 additions a thread, less the same launch with no rounds; best of
-/// three), over one full wave of an H200: 132 x 384 threads (three blocks of 128 an SM at
-/// 140 registers), or 132 x 512 for `b` = 1025 (four blocks). To compare with [`madd_rate`].
-pub fn affine_batch_rate(dev: &GpuDevice, bases: &Bases<crate::msm::G1>, b: u32) -> Result<f64> {
-    let n: u32 = if b == 1025 { 132 * 512 } else { 132 * 384 };
-    let rounds = 4096 / b.clamp(1, 1024);
+/// Batch-affine G1 additions per second with the probe `kind` ([`affine_batch_g1`] over one
+/// full wave of an H200, 4096 additions a thread, less the same launch with no rounds; best
+/// of three), to compare with [`madd_rate`].
+pub fn affine_batch_rate(
+    dev: &GpuDevice,
+    bases: &Bases<crate::msm::G1>,
+    kind: AffineBatch,
+) -> Result<f64> {
+    let (n, b) = (kind.wave(), kind.per_thread());
+    let rounds = 4096 / b;
     let (mut t0, mut t1) = (f64::MAX, f64::MAX);
     for _ in 0..3 {
-        t0 = t0.min(affine_batch_run(dev, bases, b, n, 0)?.1);
-        t1 = t1.min(affine_batch_run(dev, bases, b, n, rounds)?.1);
+        t0 = t0.min(affine_batch_run(dev, bases, kind, n, 0)?.1);
+        t1 = t1.min(affine_batch_run(dev, bases, kind, n, rounds)?.1);
     }
-    Ok(f64::from(n) * f64::from(b.min(1024)) * f64::from(rounds) / (t1 - t0).max(1e-9))
+    Ok(f64::from(n) * f64::from(b) * f64::from(rounds) / (t1 - t0).max(1e-9))
 }

@@ -642,9 +642,15 @@ fn batch_affine_probe_sums_match_blstrs() {
     println!("seed {seed}");
     let pts = g1_points(seed, 1024);
     let bases = dev.upload_g1_bases(&pts).unwrap();
-    for (kernel, n, rounds) in [(64u32, 100u32, 3u32), (256, 9, 2), (1024, 2, 2), (1025, 3, 1)] {
-        let got = cuzk_kernels::probe::affine_batch_g1(&dev, &bases, kernel, n, rounds).unwrap();
-        let b = kernel.min(1024);
+    use cuzk_kernels::probe::AffineBatch;
+    for (kind, n, rounds) in [
+        (AffineBatch::B64, 100u32, 3u32),
+        (AffineBatch::B256, 9, 2),
+        (AffineBatch::B1024, 2, 2),
+        (AffineBatch::B1024FourBlocks, 3, 1),
+    ] {
+        let got = cuzk_kernels::probe::affine_batch_g1(&dev, &bases, kind, n, rounds).unwrap();
+        let b = kind.per_thread();
         assert_eq!(got.len(), (b * n) as usize);
         for t in 0..n {
             for j in 0..b {

@@ -1,7 +1,7 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick] [--only ntt|g1|g2]` on a GPU machine. Times are medians of several runs after
+//! Usage: `kernels_bench [--quick] [--only rates|ntt|g1|g2]` on a GPU machine. Times are medians of several runs after
 //! a warm-up, each run ending with a device synchronisation. MSM times are with bases and
 //! scalars already on the device; the "+ H2D" column adds uploading scalars from the host;
 //! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
@@ -71,15 +71,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "IMAD.WIDE {:.3e}/s alone, DFMA {:.3e}/s alone; interleaved: {:.3e}/s each (both pipes at once if near the lone rates)",
             p.imad_wide, p.dfma, p.mixed
         );
-        let ab: Vec<String> = [64u32, 256, 1024, 1025]
-            .iter()
-            .map(|&b| {
-                cuzk_kernels::probe::affine_batch_rate(&dev, &g1, b).map(|r| match b {
-                    1025 => format!("{r:.3e}/s with 1024 a thread, 4 blocks an SM"),
-                    _ => format!("{r:.3e}/s with {b} a thread"),
-                })
+        use cuzk_kernels::probe::AffineBatch;
+        let ab: Vec<String> = [
+            AffineBatch::B64,
+            AffineBatch::B256,
+            AffineBatch::B1024,
+            AffineBatch::B1024FourBlocks,
+        ]
+        .into_iter()
+        .map(|kind| {
+            cuzk_kernels::probe::affine_batch_rate(&dev, &g1, kind).map(|r| {
+                let four = if kind == AffineBatch::B1024FourBlocks {
+                    ", 4 blocks an SM"
+                } else {
+                    ""
+                };
+                format!("{r:.3e}/s with {} a thread{four}", kind.per_thread())
             })
-            .collect::<Result<_, _>>()?;
+        })
+        .collect::<Result<_, _>>()?;
         println!(
             "G1 batch-affine additions (one inversion a thread's batch): {}",
             ab.join(", ")
