@@ -480,20 +480,21 @@ extern "C" __global__ void MSM_NAME(curve_madd_rate)(const PAffine* __restrict__
     out[i] = acc;
 }
 
-#if defined(MSM_G1) && !defined(MSM_ACCUMULATE_ONLY)
+#ifndef MSM_ACCUMULATE_ONLY
 // Batch-affine addition probe (measured, used by no MSM): affine accumulators, B a thread,
 // each gaining one point a round; the B slopes' denominators share one inversion
-// (Montgomery's trick), so an addition costs 6 products (the running product, the two of
-// the backward pass, the slope, its square, Y3) plus 1/B of an inversion (Fermat, a^(p-2):
-// 380 squarings and 228 products), against 10 for the XYZZ mixed addition. Accumulator b of
-// thread t lives at acc[b n + t] (coalesced), its running product at pre[b n + t]; round k
-// adds pts[(t B + b + 7919 k) & mask]. No doubling or P + (-P) handling: the probe's sums of
-// distinct random points never meet those cases (the test checks every sum).
+// (Montgomery's trick), so an addition costs 6 field products (the running product, the two
+// of the backward pass, the slope, its square, Y3) plus 1/B of an inversion (Fermat, a^(p-2):
+// 380 squarings and 228 products; in Fp2 one Fp inversion of the norm and four products),
+// against 10 for the XYZZ mixed addition. Accumulator b of thread t lives at acc[b n + t]
+// (coalesced), its running product at pre[b n + t]; round k adds pts[(t B + b + 7919 k) & mask].
+// No doubling or P + (-P) handling: the probe's sums of distinct random points never meet
+// those cases (the test checks every sum).
 __constant__ u32 FP_P_MINUS_2[12] = {0xffffaaa9, 0xb9feffff, 0xb153ffff, 0x1eabfffe, 0xf6b0f624, 0x6730d2a0,
                                      0xf38512bf, 0x64774b84, 0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
 
 // a^(p-2) = 1/a for a != 0 (bit 380 is p - 2's highest).
-DEVI Fp fp_inverse(const Fp& a) {
+DEVI Fp field_inverse(const Fp& a) {
     Fp r = a;
 #pragma unroll 1
     for (int i = 379; i >= 0; i--) {
@@ -502,49 +503,57 @@ DEVI Fp fp_inverse(const Fp& a) {
     }
     return r;
 }
+// 1/(c0 + c1 u) = (c0 - c1 u) / (c0^2 + c1^2), as u^2 = -1.
+DEVI Fp2 field_inverse(const Fp2& a) {
+    const Fp t = field_inverse(sqr(a.c0) + sqr(a.c1));
+    return Fp2{a.c0 * t, neg(a.c1 * t)};
+}
 
 template <int B>
 DEVI void affine_batch(const PAffine* __restrict__ pts, u32 mask, u32 n, u32 rounds, PAffine* __restrict__ acc,
-                       Fp* __restrict__ pre) {
+                       PF* __restrict__ pre) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
 #pragma unroll 1
     for (int b = 0; b < B; b++) acc[b * n + t] = pts[(t * B + b) & mask];
 #pragma unroll 1
     for (u32 k = 1; k <= rounds; k++) {
-        Fp prod = Fp::one();
+        PF prod = PF::one();
 #pragma unroll 1
         for (int b = 0; b < B; b++) {
-            const Fp dx = pts[(t * B + b + 7919u * k) & mask].x - acc[b * n + t].x;
+            const PF dx = pts[(t * B + b + 7919u * k) & mask].x - acc[b * n + t].x;
             pre[b * n + t] = prod;  // dx_0 ... dx_(b-1)
             prod = prod * dx;
         }
-        Fp inv = fp_inverse(prod);  // 1 / (dx_0 ... dx_b) at step b below
+        PF inv = field_inverse(prod);  // 1 / (dx_0 ... dx_b) at step b below
 #pragma unroll 1
         for (int b = B - 1; b >= 0; b--) {
             const PAffine q = pts[(t * B + b + 7919u * k) & mask];
             const PAffine a = acc[b * n + t];
-            const Fp dx = q.x - a.x;
-            const Fp idx = inv * pre[b * n + t];
+            const PF dx = q.x - a.x;
+            const PF idx = inv * pre[b * n + t];
             inv = inv * dx;
-            const Fp lambda = (q.y - a.y) * idx;
-            const Fp x3 = sqr(lambda) - a.x - q.x;
+            const PF lambda = (q.y - a.y) * idx;
+            const PF x3 = sqr(lambda) - a.x - q.x;
             acc[b * n + t] = PAffine{x3, lambda * (a.x - x3) - a.y};
         }
     }
 }
-extern "C" __global__ void affine_batch_g1_b64(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc, Fp* pre) {
+extern "C" __global__ void MSM_NAME(affine_batch_b64)(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc,
+                                                       PF* pre) {
     affine_batch<64>(pts, mask, n, rounds, acc, pre);
 }
-extern "C" __global__ void affine_batch_g1_b256(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc, Fp* pre) {
+extern "C" __global__ void MSM_NAME(affine_batch_b256)(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc,
+                                                        PF* pre) {
     affine_batch<256>(pts, mask, n, rounds, acc, pre);
 }
-extern "C" __global__ void affine_batch_g1_b1024(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc, Fp* pre) {
+extern "C" __global__ void MSM_NAME(affine_batch_b1024)(const PAffine* pts, u32 mask, u32 n, u32 rounds,
+                                                         PAffine* acc, PF* pre) {
     affine_batch<1024>(pts, mask, n, rounds, acc, pre);
 }
-// The same with four blocks of 128 an SM (128 registers, some spilled) instead of three.
+// The same with four blocks of 128 an SM (G1: 128 registers, some spilled, instead of 140).
 extern "C" __global__ void __launch_bounds__(128, 4)
-    affine_batch_g1_b1024_lb(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc, Fp* pre) {
+    MSM_NAME(affine_batch_b1024_lb)(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc, PF* pre) {
     affine_batch<1024>(pts, mask, n, rounds, acc, pre);
 }
-#endif
+#endif  // MSM_ACCUMULATE_ONLY

@@ -166,18 +166,18 @@ fn best_of_three(dev: &GpuDevice, mut launch: impl FnMut() -> Result<()>) -> Res
     Ok(best)
 }
 
-/// A kernel of the batch-affine addition probe (`affine_batch_g1_b*` in cuda/msm.cu, used by
-/// no MSM): how many affine accumulators a thread keeps, the slopes of a round sharing one
-/// inversion.
+/// A kernel of the batch-affine addition probe (`affine_batch_b*` in cuda/msm.cu, G1 and G2,
+/// used by no MSM): how many affine accumulators a thread keeps, the slopes of a round
+/// sharing one inversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AffineBatch {
     /// 64 accumulators a thread.
     B64,
     /// 256 accumulators a thread.
     B256,
-    /// 1024 accumulators a thread (140 registers: three blocks of 128 an SM on an H200).
+    /// 1024 accumulators a thread.
     B1024,
-    /// 1024 a thread, compiled for four blocks of 128 an SM (128 registers, some spilled).
+    /// 1024 a thread, compiled for four blocks of 128 an SM (`__launch_bounds__`).
     B1024FourBlocks,
 }
 
@@ -192,66 +192,60 @@ impl AffineBatch {
     }
     fn kernel(self) -> &'static str {
         match self {
-            AffineBatch::B64 => "affine_batch_g1_b64",
-            AffineBatch::B256 => "affine_batch_g1_b256",
-            AffineBatch::B1024 => "affine_batch_g1_b1024",
-            AffineBatch::B1024FourBlocks => "affine_batch_g1_b1024_lb",
-        }
-    }
-    /// Threads that fill an H200 (132 SMs) once: three or four blocks of 128 an SM.
-    fn wave(self) -> u32 {
-        match self {
-            AffineBatch::B1024FourBlocks => 132 * 512,
-            _ => 132 * 384,
+            AffineBatch::B64 => "affine_batch_b64",
+            AffineBatch::B256 => "affine_batch_b256",
+            AffineBatch::B1024 => "affine_batch_b1024",
+            AffineBatch::B1024FourBlocks => "affine_batch_b1024_lb",
         }
     }
 }
 
-/// One run of the batch-affine probe: `n` threads with `kind.per_thread()` = B affine
-/// accumulators each, every accumulator gaining one point a round for `rounds` rounds.
-/// Accumulator j of thread t starts at point `(t B + j) & mask` of `bases` and gains point
-/// `(t B + j + 7919 k) & mask` in round k, `mask + 1` being the largest power of two of
+/// One run of the batch-affine probe on curve `C`: `n` threads with `kind.per_thread()` = B
+/// affine accumulators each, every accumulator gaining one point a round for `rounds`
+/// rounds. Accumulator j of thread t starts at point `(t B + j) & mask` of `bases` and gains
+/// point `(t B + j + 7919 k) & mask` in round k, `mask + 1` being the largest power of two of
 /// points in `bases` (at most 2^20). Returns the accumulators (thread t's j-th at `j n + t`).
 /// Needs n B < 2^31 (the kernel's 32-bit indices).
-pub fn affine_batch_g1(
+pub fn affine_batch<C: MsmCurve>(
     dev: &GpuDevice,
-    bases: &Bases<crate::msm::G1>,
+    bases: &Bases<C>,
     kind: AffineBatch,
     n: u32,
     rounds: u32,
-) -> Result<Vec<blstrs::G1Affine>> {
+) -> Result<Vec<C::Affine>> {
     let (acc, _) = affine_batch_run(dev, bases, kind, n, rounds)?;
     dev.download(&acc)
 }
 
 /// Runs the probe; returns the accumulators on the device and the seconds the launch took.
-fn affine_batch_run(
+fn affine_batch_run<C: MsmCurve>(
     dev: &GpuDevice,
-    bases: &Bases<crate::msm::G1>,
+    bases: &Bases<C>,
     kind: AffineBatch,
     n: u32,
     rounds: u32,
-) -> Result<(crate::device::DeviceBuffer<blstrs::G1Affine>, f64)> {
+) -> Result<(crate::device::DeviceBuffer<C::Affine>, f64)> {
     let b = kind.per_thread();
     let total = n as usize * b as usize;
     if n == 0 || total >= 1 << 31 || bases.is_empty() {
         return Err(Error::Unsupported {
-            op: "affine_batch_g1",
+            op: "affine_batch",
             detail: format!(
                 "{n} threads of {b} accumulators over {} bases (needs n > 0, n x {b} < 2^31, bases)",
                 bases.len()
             ),
         });
     }
-    let f = dev.function(&crate::compile::MSM_G1, kind.kernel())?;
+    let f = dev.function(&C::MODULE, &format!("{}{}", kind.kernel(), C::SUFFIX))?;
     let mask = (1u32 << bases.len().min(1 << 20).ilog2()) - 1;
-    let mut acc = dev.alloc_zeroed::<blstrs::G1Affine>(total)?;
+    let mut acc = dev.alloc_zeroed::<C::Affine>(total)?;
+    // running products: one field element (a quarter of an XYZZ point) an accumulator
     let mut pre = dev
         .stream()
-        .alloc_zeros::<u64>(total * 6)
+        .alloc_zeros::<u64>(total * (C::XYZZ_LIMBS / 4))
         .map_err(dev.drv("allocating"))?;
     let raw = bases.raw().ok_or(Error::Unsupported {
-        op: "affine_batch_g1",
+        op: "affine_batch",
         detail: "no bases".into(),
     })?;
     dev.synchronize()?;
@@ -269,21 +263,32 @@ fn affine_batch_run(
         shared_mem_bytes: 0,
     };
     // SAFETY: (const Affine* pts[mask + 1], u32 mask, u32 n, u32 rounds, Affine* acc[b n],
-    // Fp* pre[b n]); mask + 1 <= bases.len(), acc and pre hold b n < 2^31 elements.
+    // F* pre[b n]); mask + 1 <= bases.len(), acc and pre hold b n < 2^31 elements.
     unsafe { l.launch(cfg) }.map_err(dev.drv("launching the batch-affine probe"))?;
     dev.synchronize()?;
     Ok((acc, t.elapsed().as_secs_f64()))
 }
 
-/// Batch-affine G1 additions per second with the probe `kind` ([`affine_batch_g1`] over one
-/// full wave of an H200, 4096 additions a thread, less the same launch with no rounds; best
-/// of three), to compare with [`madd_rate`].
-pub fn affine_batch_rate(
+/// Batch-affine additions per second on curve `C` with the probe `kind` ([`affine_batch`]
+/// over one full wave of the device, as many blocks of 128 as fit on every SM; 4096 additions
+/// a thread, less the same launch with no rounds; best of three), to compare with
+/// [`madd_rate`].
+pub fn affine_batch_rate<C: MsmCurve>(
     dev: &GpuDevice,
-    bases: &Bases<crate::msm::G1>,
+    bases: &Bases<C>,
     kind: AffineBatch,
 ) -> Result<f64> {
-    let (n, b) = (kind.wave(), kind.per_thread());
+    use cudarc::driver::sys::CUdevice_attribute;
+    let f = dev.function(&C::MODULE, &format!("{}{}", kind.kernel(), C::SUFFIX))?;
+    let blocks = f
+        .occupancy_max_active_blocks_per_multiprocessor(128, 0, None)
+        .map_err(dev.drv("reading the probe's occupancy"))?;
+    let sms = dev
+        .context()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(dev.drv("reading the SM count"))?;
+    let n = blocks.max(1) * sms.max(1) as u32 * 128;
+    let b = kind.per_thread();
     let rounds = 4096 / b;
     let (mut t0, mut t1) = (f64::MAX, f64::MAX);
     for _ in 0..3 {

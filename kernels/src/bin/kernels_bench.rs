@@ -71,28 +71,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "IMAD.WIDE {:.3e}/s alone, DFMA {:.3e}/s alone; interleaved: {:.3e}/s each (both pipes at once if near the lone rates)",
             p.imad_wide, p.dfma, p.mixed
         );
-        use cuzk_kernels::probe::AffineBatch;
-        let ab: Vec<String> = [
+        use cuzk_kernels::probe::{affine_batch_rate, AffineBatch};
+        let kinds = [
             AffineBatch::B64,
             AffineBatch::B256,
             AffineBatch::B1024,
             AffineBatch::B1024FourBlocks,
-        ]
-        .into_iter()
-        .map(|kind| {
-            cuzk_kernels::probe::affine_batch_rate(&dev, &g1, kind).map(|r| {
-                let four = if kind == AffineBatch::B1024FourBlocks {
-                    ", 4 blocks an SM"
-                } else {
-                    ""
-                };
-                format!("{r:.3e}/s with {} a thread{four}", kind.per_thread())
-            })
-        })
-        .collect::<Result<_, _>>()?;
+        ];
+        let label = |kind: AffineBatch, r: f64| {
+            let four = if kind == AffineBatch::B1024FourBlocks {
+                ", 4 blocks an SM"
+            } else {
+                ""
+            };
+            format!("{r:.3e}/s with {} a thread{four}", kind.per_thread())
+        };
+        let mut ab1 = Vec::new();
+        let mut ab2 = Vec::new();
+        for kind in kinds {
+            ab1.push(label(kind, affine_batch_rate(&dev, &g1, kind)?));
+            ab2.push(label(kind, affine_batch_rate(&dev, &g2, kind)?));
+        }
         println!(
             "G1 batch-affine additions (one inversion a thread's batch): {}",
-            ab.join(", ")
+            ab1.join(", ")
+        );
+        println!(
+            "G2 batch-affine additions (one inversion a thread's batch): {}",
+            ab2.join(", ")
         );
         let f = cuzk_kernels::probe::f64_rates(&dev)?;
         println!(
