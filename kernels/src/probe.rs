@@ -39,13 +39,13 @@ fn product_rate(dev: &GpuDevice, name: &str, limbs: usize, per_iter: u32) -> Res
     Ok(f64::from(per_iter) * THREADS as f64 * iters as f64 / best)
 }
 
-/// Field products per second on the integer pipe (field.cuh) and on the FP64 pipe
-/// (field_f64.cuh), each pair measured in the same shape.
+/// Field products per second on the FP64 pipe (field_f64.cuh), and the integer products
+/// (field.cuh) in the Fp shape that [`field_mul_rates`] does not measure. The Fr shape is
+/// [`field_mul_rates`]'s: compare `fr_f64` with its Fr rate.
 #[derive(Clone, Copy, Debug)]
 pub struct F64Rates {
-    /// Fr by a constant (the NTT's twiddle products), integer products.
-    pub fr_int: f64,
-    /// The same on the FP64 pipe (the constant prepared once).
+    /// Fr by a constant (the NTT's twiddle products; `fr_mul_rate`'s shape), the constant
+    /// prepared once.
     pub fr_f64: f64,
     /// Fp in three chains whose operands all change (the MSM's shape), integer products.
     pub fp_int: f64,
@@ -56,7 +56,6 @@ pub struct F64Rates {
 /// Measures [`F64Rates`].
 pub fn f64_rates(dev: &GpuDevice) -> Result<F64Rates> {
     Ok(F64Rates {
-        fr_int: product_rate(dev, "fr_mul_rate", 4, 2)?,
         fr_f64: product_rate(dev, "fr_mul_f64_rate", 4, 2)?,
         fp_int: product_rate(dev, "fp_mul3_rate", 6, 3)?,
         fp_f64: product_rate(dev, "fp_mul3_f64_rate", 6, 3)?,
@@ -190,13 +189,15 @@ impl AffineBatch {
             AffineBatch::B1024 | AffineBatch::B1024FourBlocks => 1024,
         }
     }
-    fn kernel(self) -> &'static str {
-        match self {
+    /// The kernel of curve `C` (msm.cu's names end in the curve's suffix).
+    fn function<C: MsmCurve>(self, dev: &GpuDevice) -> Result<cudarc::driver::CudaFunction> {
+        let base = match self {
             AffineBatch::B64 => "affine_batch_b64",
             AffineBatch::B256 => "affine_batch_b256",
             AffineBatch::B1024 => "affine_batch_b1024",
             AffineBatch::B1024FourBlocks => "affine_batch_b1024_lb",
-        }
+        };
+        dev.function(&C::MODULE, &format!("{base}{}", C::SUFFIX))
     }
 }
 
@@ -236,7 +237,7 @@ fn affine_batch_run<C: MsmCurve>(
             ),
         });
     }
-    let f = dev.function(&C::MODULE, &format!("{}{}", kind.kernel(), C::SUFFIX))?;
+    let f = kind.function::<C>(dev)?;
     let mask = (1u32 << bases.len().min(1 << 20).ilog2()) - 1;
     let mut acc = dev.alloc_zeroed::<C::Affine>(total)?;
     // running products: one field element (a quarter of an XYZZ point) an accumulator
@@ -279,7 +280,7 @@ pub fn affine_batch_rate<C: MsmCurve>(
     kind: AffineBatch,
 ) -> Result<f64> {
     use cudarc::driver::sys::CUdevice_attribute;
-    let f = dev.function(&C::MODULE, &format!("{}{}", kind.kernel(), C::SUFFIX))?;
+    let f = kind.function::<C>(dev)?;
     let blocks = f
         .occupancy_max_active_blocks_per_multiprocessor(128, 0, None)
         .map_err(dev.drv("reading the probe's occupancy"))?;

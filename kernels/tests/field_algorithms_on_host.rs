@@ -86,7 +86,8 @@ fn field_algorithms_on_host_match_blstrs() {
     assert_eq!(lines.len(), 2 * n, "host_check output");
     for i in 0..n {
         let fr: Vec<&str> = lines[2 * i].split_whitespace().collect();
-        // a fifth word is host_check's "mul2-mismatch": the interleaved pair went wrong
+        // a fifth word is host_check's "mul2-mismatch" (the interleaved pair went wrong) or
+        // "f64-mismatch" (the FP64-pipe product did)
         assert_eq!(fr.len(), 4, "Fr line {i}: {} (seed {seed})", lines[2 * i]);
         let want = [a[i] + b[i], a[i] - b[i], a[i] * b[i], a[i].square()];
         for (k, w) in want.iter().enumerate() {

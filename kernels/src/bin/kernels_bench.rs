@@ -102,8 +102,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         let f = cuzk_kernels::probe::f64_rates(&dev)?;
         println!(
-            "FP64-pipe products: Fr by a constant {:.3e}/s (integer {:.3e}/s, {:.2}x), Fp with changing operands {:.3e}/s (integer {:.3e}/s, {:.2}x)",
-            f.fr_f64, f.fr_int, f.fr_f64 / f.fr_int, f.fp_f64, f.fp_int, f.fp_f64 / f.fp_int
+            "FP64-pipe products: Fr by a constant {:.3e}/s (integer {fr:.3e}/s, {:.2}x), Fp with changing operands {:.3e}/s (integer {:.3e}/s, {:.2}x)",
+            f.fr_f64, f.fr_f64 / fr, f.fp_f64, f.fp_int, f.fp_f64 / f.fp_int
         );
     }
     if want("ntt") {
