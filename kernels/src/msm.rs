@@ -241,6 +241,9 @@ pub const AFFINE_MAX_LANES: usize = 1 << 25;
 /// (each one more XYZZ addition in the fix rounds) and mean a smaller chunk, where XYZZ is as
 /// fast.
 pub const AFFINE_MIN_RUN: usize = 8;
+/// Buckets of at most this many piece slots (two a lane) are summed by `msm_fix_seq`, one
+/// thread each; more crowded ones pairwise in rounds.
+const AFFINE_SEQ_SLOTS: u32 = 64;
 /// Shortest run of [`Accumulation::BatchAffine`].
 const AFFINE_FORCED_RUN: usize = 3;
 
@@ -750,6 +753,29 @@ impl GpuDevice {
         mark("accumulate");
         let accumulate_kernel =
             |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX));
+        // short runs (batch-affine) split most buckets: those of few pieces are summed in one
+        // pass, the crowded ones pairwise in rounds
+        let seq_slots: u32 = if affine.is_some() {
+            AFFINE_SEQ_SLOTS
+        } else {
+            0
+        };
+        if seq_slots > 0 && longest[0] > 0 {
+            let f = accumulate_kernel("msm_fix_seq")?;
+            let mut l = stream.launch_builder(&f);
+            l.arg(&partial)
+                .arg(&offsets)
+                .arg(&nbuckets32)
+                .arg(&k)
+                .arg(&mut buckets)
+                .arg(&seq_slots);
+            // SAFETY: (const Xyzz* partial[2 * nruns], const u32* offsets[nbuckets + 1],
+            // u32 nbuckets, u32 k, Xyzz* buckets[nbuckets], u32 seq_slots); a split bucket's
+            // slots lie below 2 * ceil(entries / k) = 2 * nruns; thread b writes only bucket
+            // b, and only when msm_fix_store leaves it.
+            unsafe { l.launch(cfg(nbuckets, 128)) }.map_err(self.drv("launching msm_fix_seq"))?;
+        }
+        let rounds = if longest[0] <= seq_slots { 0 } else { rounds };
         let f = accumulate_kernel("msm_fix_round")?;
         for r in 0..rounds {
             let stride = 1u32 << r;
@@ -759,9 +785,10 @@ impl GpuDevice {
                 .arg(&run_first)
                 .arg(&nruns32)
                 .arg(&k)
-                .arg(&stride);
+                .arg(&stride)
+                .arg(&seq_slots);
             // SAFETY: (Xyzz* partial[2 * nruns], const u32* offsets[nbuckets + 1],
-            // const u32* run_first[nruns], u32 nruns, u32 k, u32 stride); thread p writes
+            // const u32* run_first[nruns], u32 nruns, u32 k, u32 stride, u32 seq_slots); thread p writes
             // only slot p and reads slot p + stride < 2 * nruns only inside the same split
             // bucket's pieces.
             unsafe { l.launch(cfg(2 * nruns, 128)) }
@@ -775,10 +802,11 @@ impl GpuDevice {
                 .arg(&run_first)
                 .arg(&nruns32)
                 .arg(&k)
-                .arg(&mut buckets);
+                .arg(&mut buckets)
+                .arg(&seq_slots);
             // SAFETY: (const Xyzz* partial[2 * nruns], const u32* offsets[nbuckets + 1],
-            // const u32* run_first[nruns], u32 nruns, u32 k, Xyzz* buckets[nbuckets]);
-            // each split bucket is written by one boundary.
+            // const u32* run_first[nruns], u32 nruns, u32 k, Xyzz* buckets[nbuckets],
+            // u32 seq_slots); each split bucket is written by one boundary.
             unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_fix_store"))?;
         }
         drop(partial);
@@ -848,9 +876,14 @@ impl GpuDevice {
         if how == Accumulation::Xyzz {
             return Ok(None);
         }
+        let variant = if std::env::var_os("CUZK_MSM_AFFINE_LB").is_some() {
+            "_lb"
+        } else {
+            ""
+        };
         let f = self.function(
             &C::ACCUMULATE_MODULE,
-            &format!("msm_accumulate_affine{}", C::SUFFIX),
+            &format!("msm_accumulate_affine{variant}{}", C::SUFFIX),
         )?;
         let blocks = f
             .occupancy_max_active_blocks_per_multiprocessor(AFFINE_BLOCK, 0, None)
@@ -903,9 +936,14 @@ impl GpuDevice {
         let mut state = unsafe { stream.alloc::<u32>(lanes) }.map_err(drv())?;
         let mut bend = unsafe { stream.alloc::<u32>(lanes) }.map_err(drv())?;
         let mut kind = unsafe { stream.alloc::<u8>(lanes) }.map_err(drv())?;
+        let variant = if std::env::var_os("CUZK_MSM_AFFINE_LB").is_some() {
+            "_lb"
+        } else {
+            ""
+        };
         let f = self.function(
             &C::ACCUMULATE_MODULE,
-            &format!("msm_accumulate_affine{}", C::SUFFIX),
+            &format!("msm_accumulate_affine{variant}{}", C::SUFFIX),
         )?;
         let nbuckets32 = (offsets.len() - 1) as u32;
         let (nruns32, entries32, k32) = (lanes as u32, entries as u32, plan.run as u32);
