@@ -38,27 +38,6 @@ typedef Fp2 PF;
 typedef Affine<PF> PAffine;
 typedef Xyzz<PF> PXyzz;
 
-// Field inversion for the batch-affine additions (msm_accumulate_affine and the probe).
-__constant__ u32 FP_P_MINUS_2[12] = {0xffffaaa9, 0xb9feffff, 0xb153ffff, 0x1eabfffe, 0xf6b0f624, 0x6730d2a0,
-                                     0xf38512bf, 0x64774b84, 0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
-
-// a^(p-2) = 1/a for a != 0 (bit 380 is p - 2's highest).
-DEVI Fp field_inverse(const Fp& a) {
-    Fp r = a;
-#pragma unroll 1
-    for (int i = 379; i >= 0; i--) {
-        r = sqr(r);
-        if ((FP_P_MINUS_2[i >> 5] >> (i & 31)) & 1) r = r * a;
-    }
-    return r;
-}
-// 1/(c0 + c1 u) = (c0 - c1 u) / (c0^2 + c1^2), as u^2 = -1.
-DEVI Fp2 field_inverse(const Fp2& a) {
-    const Fp t = field_inverse(sqr(a.c0) + sqr(a.c1));
-    return Fp2{a.c0 * t, neg(a.c1 * t)};
-}
-
-
 #ifndef MSM_ACCUMULATE_ONLY
 // Window w of a canonical 256-bit scalar (8 little-endian words), c <= 31 bits.
 DEVI u32 window_bits(const u32* s, u32 w, u32 c) {
@@ -403,15 +382,13 @@ DEVI bool split_at(const u32* __restrict__ offsets, const u32* __restrict__ run_
 // first slot holds the bucket's sum. One thread per slot p (1 <= p < 2 nruns - 1: slots
 // 2q - 1 and 2q are those of run boundary q); rounds are separate launches, so every read
 // sees the previous round's writes.
-// Buckets of at most `seq_slots` slots are left to msm_fix_seq.
 extern "C" __global__ void MSM_NAME(msm_fix_round)(PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
                                                    const u32* __restrict__ run_first, u32 nruns, u32 k,
-                                                   u32 stride, u32 seq_slots) {
+                                                   u32 stride) {
     u32 p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p == 0 || p + 1 >= 2 * nruns) return;
     u32 b, first, end;
     if (!split_at(offsets, run_first, (p + 1) / 2, k, b, first, end)) return;
-    if (end - first <= seq_slots) return;
     if (((p - first) & (2 * stride - 1)) != 0) return;
     if (p + stride >= end) return;
     PXyzz acc = partial[p];
@@ -419,230 +396,17 @@ extern "C" __global__ void MSM_NAME(msm_fix_round)(PXyzz* __restrict__ partial, 
     partial[p] = acc;
 }
 
-// One thread per run boundary: a split bucket of more than `seq_slots` slots takes its first
-// slot (the sum after the rounds), written by the boundary just after the bucket's first run.
+// One thread per run boundary: a split bucket takes its first slot (the sum after the
+// rounds), written by the boundary just after the bucket's first run.
 extern "C" __global__ void MSM_NAME(msm_fix_store)(const PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
                                                    const u32* __restrict__ run_first, u32 nruns, u32 k,
-                                                   PXyzz* __restrict__ buckets, u32 seq_slots) {
+                                                   PXyzz* __restrict__ buckets) {
     u32 q = blockIdx.x * blockDim.x + threadIdx.x;
     if (q == 0 || q >= nruns) return;
     u32 b, first, end;
     if (!split_at(offsets, run_first, q, k, b, first, end)) return;
-    if (2 * q - 1 == first && end - first > seq_slots) buckets[b] = partial[first];
+    if (2 * q - 1 == first) buckets[b] = partial[first];
 }
-
-// One thread per bucket: a split bucket of at most `seq_slots` slots is summed slot by slot
-// into `buckets` (the slots of split_at). The batch-affine lanes are short, so nearly every
-// bucket is split into several pieces (about 6 at 2^26 G1): rounds of pairwise sums over
-// every slot took 197 ms there, this pass with one thread per run boundary 150 ms (a warp's
-// threads mostly idle: one boundary in six starts a bucket).
-extern "C" __global__ void MSM_NAME(msm_fix_seq)(const PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
-                                                 u32 nbuckets, u32 k, PXyzz* __restrict__ buckets, u32 seq_slots) {
-    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nbuckets) return;
-    const u32 s = offsets[b];
-    const u32 e = offsets[b + 1];
-    if (s == e || s / k == (e - 1) / k) return;  // empty, or whole in one run
-    const u32 first = 2 * (s / k) + 1;
-    const u32 end = 2 * ((e - 1) / k) + 1;
-    if (end - first > seq_slots) return;
-    // every piece is an affine accumulator written as XYZZ with ZZ = ZZZ = 1 (or infinity,
-    // all zero): mixed additions of its x and y
-    PXyzz acc = partial[first];
-#pragma unroll 1
-    for (u32 p = first + 1; p < end; p++) xyzz_add_affine(acc, PAffine{partial[p].X, partial[p].Y});
-    buckets[b] = acc;
-}
-
-// Batch-affine accumulation (G1, large chunks; the host picks it, see msm.rs): the same runs
-// of k entries as msm_accumulate, the same outputs (whole buckets to `buckets`, pieces of split
-// buckets to partial[2j] and partial[2j + 1], summed by msm_fix_round and msm_fix_store), but
-// each run is a lane with an affine accumulator, and a thread drives `per_thread` lanes,
-// j = b * threads + t for b < per_thread. Round r adds entry j * k + r to every lane; the
-// lanes' slope denominators share one inversion (Montgomery's trick), so an addition costs
-// about 6 field products and 1/per_thread of an inversion, against 10 for the XYZZ mixed
-// addition (probe: 3.07e9 against 2.39e9 additions a second on an H200 at 1024 lanes a thread).
-// The lanes' state lives in global memory, coalesced by lane index:
-//   acc[j]     the affine accumulator (x = y = 0: infinity)
-//   pre[j]     the product of the denominators of the thread's earlier lanes this round
-//   state[j]   the lane's current bucket | 0x80000000 when that bucket began before the lane
-//   bend[j]    offsets[bucket + 1], where the lane's current bucket ends
-//   kind[j]    this round's addition: 0 none (done in the forward pass), 1 add (denominator
-//              x_q - x_acc), 2 double (denominator 2 y)
-// Edge cases, in the forward pass: a point at infinity changes nothing; an accumulator at
-// infinity takes the point; x equal and y opposite gives infinity; x and y equal is a doubling
-// (lambda = 3 x^2 / 2 y). No point of G1 has y = 0 (its order is the prime r), but a doubling
-// of such a point would give infinity, and does here.
-#define AFFINE_HEAD 0x80000000u
-DEVI PXyzz xyzz_of(const PAffine& a) {
-    if (a.is_inf()) return PXyzz::inf();
-    return PXyzz{a.x, a.y, PF::one(), PF::one()};
-}
-DEVI PAffine load_entry(const PAffine* __restrict__ bases, const u32* __restrict__ sorted, u32 i) {
-    const u32 e = sorted[i];
-    const PAffine q = bases[e & 0x7fffffffu];
-    return (e >> 31) ? neg(q) : q;
-}
-DEVI void affine_accumulate(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
-                            const u32* __restrict__ offsets, u32 nbuckets, const u32* __restrict__ run_first,
-                            u32 nruns, u32 entries, u32 k, u32 threads, u32 per_thread, PAffine* __restrict__ acc,
-                            PF* __restrict__ pre, u32* __restrict__ state, u32* __restrict__ bend,
-                            unsigned char* __restrict__ kind, PXyzz* __restrict__ buckets,
-                            PXyzz* __restrict__ partial) {
-    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= threads) return;
-    // lanes of this thread: j = b * threads + t < nruns for b < lanes
-    const u32 lanes = t < nruns ? min(per_thread, (nruns - 1 - t) / threads + 1) : 0;
-#pragma unroll 1
-    for (u32 b = 0; b < lanes; b++) {
-        const u32 j = b * threads + t;
-        const u32 bk = run_first[j];
-        state[j] = bk | (offsets[bk] < j * k ? AFFINE_HEAD : 0u);
-        bend[j] = offsets[bk + 1];
-        acc[j] = PAffine{PF::zero(), PF::zero()};
-    }
-    // Each pass loads the next lane's entry and point before working on the current lane:
-    // the entry, then the point it names, are two dependent memory latencies.
-#pragma unroll 1
-    for (u32 r = 0; r < k; r++) {
-        PF prod = PF::one();
-        bool any = false;
-        u32 e_next = 0;
-        PF qx_next;
-        if (lanes > 0 && t * k + r < min(t * k + k, entries)) {
-            e_next = sorted[t * k + r];
-            qx_next = bases[e_next & 0x7fffffffu].x;
-        }
-#pragma unroll 1
-        for (u32 b = 0; b < lanes; b++) {
-            const u32 j = b * threads + t;
-            const u32 i = j * k + r;  // j * k < entries, and entries + k < 2^32
-            const u32 e = e_next;
-            const PF qx = qx_next;
-            if (b + 1 < lanes) {
-                const u32 jn = j + threads;
-                if (jn * k + r < min(jn * k + k, entries)) {
-                    e_next = sorted[jn * k + r];
-                    qx_next = bases[e_next & 0x7fffffffu].x;
-                }
-            }
-            unsigned char kd = 0;
-            if (i < min(j * k + k, entries)) {
-                // only the x coordinates unless an edge case needs the y (x = 0 is
-                // infinity only with y = 0: (0, 2) is a point of the curve, of order 3)
-                PF ax = acc[j].x;
-                bool a_reset = false;
-                if (i == bend[j]) {
-                    // the lane's bucket ends before entry i: emit it, and start the next
-                    const PAffine a = acc[j];
-                    const u32 st = state[j];
-                    const u32 bk = st & ~AFFINE_HEAD;
-                    if (st & AFFINE_HEAD) partial[2 * j] = xyzz_of(a);
-                    else buckets[bk] = xyzz_of(a);
-                    const u32 next = bucket_after(offsets, nbuckets, bk + 1, i);
-                    state[j] = next;
-                    bend[j] = offsets[next + 1];
-                    a_reset = true;
-                }
-                const u32 qi = e & 0x7fffffffu;
-                const bool q_inf = qx.is_zero() && bases[qi].y.is_zero();
-                const bool a_inf = a_reset || (ax.is_zero() && acc[j].y.is_zero());
-                if (q_inf) {
-                    if (a_reset) acc[j] = PAffine{PF::zero(), PF::zero()};
-                } else if (a_inf) {
-                    const PAffine q = bases[qi];
-                    acc[j] = (e >> 31) ? neg(q) : q;
-                } else {
-                    const PF dx = qx - ax;
-                    if (!dx.is_zero()) {
-                        kd = 1;
-                        pre[j] = prod;
-                        prod = prod * dx;
-                        any = true;
-                    } else {
-                        const PF qy = (e >> 31) ? neg(bases[qi].y) : bases[qi].y;
-                        const PF ay = acc[j].y;
-                        if (!(qy - ay).is_zero() || ay.is_zero()) {
-                            acc[j] = PAffine{PF::zero(), PF::zero()};  // P + (-P), or 2P with y = 0
-                        } else {
-                            kd = 2;
-                            pre[j] = prod;
-                            prod = prod * dbl(ay);
-                            any = true;
-                        }
-                    }
-                }
-            }
-            kind[j] = kd;
-        }
-        if (!any) continue;
-        PF inv = field_inverse(prod);  // 1 / (d_0 ... d_b) at lane b below
-        // lanes with kind != 0 have entry j * k + r
-        PAffine q_next;
-        if (lanes > 0) {
-            const u32 jl = (lanes - 1) * threads + t;
-            if (jl * k + r < min(jl * k + k, entries)) q_next = load_entry(bases, sorted, jl * k + r);
-        }
-#pragma unroll 1
-        for (int b = (int)lanes - 1; b >= 0; b--) {
-            const u32 j = (u32)b * threads + t;
-            const PAffine q = q_next;
-            if (b > 0) {
-                const u32 jn = j - threads;  // a full lane: only the last may be short
-                q_next = load_entry(bases, sorted, jn * k + r);
-            }
-            const unsigned char kd = kind[j];
-            if (!kd) continue;
-            const PAffine a = acc[j];
-            const PF d = kd == 1 ? q.x - a.x : dbl(a.y);
-            const PF id = inv * pre[j];
-            inv = inv * d;
-            PF num;
-            if (kd == 1) {
-                num = q.y - a.y;
-            } else {
-                const PF xx = sqr(a.x);
-                num = xx + dbl(xx);
-            }
-            const PF lambda = num * id;
-            const PF x3 = sqr(lambda) - a.x - q.x;
-            acc[j] = PAffine{x3, lambda * (a.x - x3) - a.y};
-        }
-    }
-    // the lane's last bucket, as msm_accumulate writes it
-#pragma unroll 1
-    for (u32 b = 0; b < lanes; b++) {
-        const u32 j = b * threads + t;
-        const u32 st = state[j];
-        const PXyzz a = xyzz_of(acc[j]);
-        if (st & AFFINE_HEAD) {
-            partial[2 * j] = a;
-            partial[2 * j + 1] = PXyzz::inf();  // the bucket goes on: the slot is in its range
-        } else if (bend[j] > min(j * k + k, entries)) {
-            partial[2 * j + 1] = a;
-        } else {
-            buckets[st] = a;
-        }
-    }
-}
-#if defined(MSM_G1)
-extern "C" __global__ void MSM_NAME(msm_accumulate_affine)(
-    const PAffine* __restrict__ bases, const u32* __restrict__ sorted, const u32* __restrict__ offsets,
-    u32 nbuckets, const u32* __restrict__ run_first, u32 nruns, u32 entries, u32 k, u32 threads, u32 per_thread,
-    PAffine* __restrict__ acc, PF* __restrict__ pre, u32* __restrict__ state, u32* __restrict__ bend,
-    unsigned char* __restrict__ kind, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial) {
-    affine_accumulate(bases, sorted, offsets, nbuckets, run_first, nruns, entries, k, threads, per_thread, acc,
-                          pre, state, bend, kind, buckets, partial);
-}
-extern "C" __global__ void __launch_bounds__(128, 4) MSM_NAME(msm_accumulate_affine_lb)(
-    const PAffine* __restrict__ bases, const u32* __restrict__ sorted, const u32* __restrict__ offsets,
-    u32 nbuckets, const u32* __restrict__ run_first, u32 nruns, u32 entries, u32 k, u32 threads, u32 per_thread,
-    PAffine* __restrict__ acc, PF* __restrict__ pre, u32* __restrict__ state, u32* __restrict__ bend,
-    unsigned char* __restrict__ kind, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial) {
-    affine_accumulate(bases, sorted, offsets, nbuckets, run_first, nruns, entries, k, threads, per_thread, acc,
-                          pre, state, bend, kind, buckets, partial);
-}
-#endif
 
 #endif  // MSM_NO_ACCUMULATE
 
@@ -726,6 +490,25 @@ extern "C" __global__ void MSM_NAME(curve_madd_rate)(const PAffine* __restrict__
 // (coalesced), its running product at pre[b n + t]; round k adds pts[(t B + b + 7919 k) & mask].
 // No doubling or P + (-P) handling: the probe's sums of distinct random points never meet
 // those cases (the test checks every sum).
+__constant__ u32 FP_P_MINUS_2[12] = {0xffffaaa9, 0xb9feffff, 0xb153ffff, 0x1eabfffe, 0xf6b0f624, 0x6730d2a0,
+                                     0xf38512bf, 0x64774b84, 0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
+
+// a^(p-2) = 1/a for a != 0 (bit 380 is p - 2's highest).
+DEVI Fp field_inverse(const Fp& a) {
+    Fp r = a;
+#pragma unroll 1
+    for (int i = 379; i >= 0; i--) {
+        r = sqr(r);
+        if ((FP_P_MINUS_2[i >> 5] >> (i & 31)) & 1) r = r * a;
+    }
+    return r;
+}
+// 1/(c0 + c1 u) = (c0 - c1 u) / (c0^2 + c1^2), as u^2 = -1.
+DEVI Fp2 field_inverse(const Fp2& a) {
+    const Fp t = field_inverse(sqr(a.c0) + sqr(a.c1));
+    return Fp2{a.c0 * t, neg(a.c1 * t)};
+}
+
 template <int B>
 DEVI void affine_batch(const PAffine* __restrict__ pts, u32 mask, u32 n, u32 rounds, PAffine* __restrict__ acc,
                        PF* __restrict__ pre) {

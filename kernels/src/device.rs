@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{
@@ -62,9 +61,6 @@ pub struct GpuDevice {
     pub(crate) ntt_tables: std::sync::OnceLock<crate::ntt::NttTables>,
     /// Page-locked buffers for small copies (shared with this device's side streams).
     pub(crate) bounce: BouncePool,
-    /// How MSMs on this handle accumulate their buckets ([`crate::msm::Accumulation`], as
-    /// its discriminant): a setting read at each MSM, not a lock.
-    pub(crate) msm_accumulation: AtomicU8,
 }
 
 impl fmt::Debug for GpuDevice {
@@ -180,7 +176,6 @@ impl GpuDevice {
                 .map(|m| (m.name, OnceLock::new()))
                 .collect(),
             ntt_tables: std::sync::OnceLock::new(),
-            msm_accumulation: AtomicU8::new(crate::msm::Accumulation::Auto as u8),
         })
     }
 
@@ -261,21 +256,7 @@ impl GpuDevice {
                 .collect(),
             ntt_tables: std::sync::OnceLock::new(),
             bounce: self.bounce.clone(),
-            msm_accumulation: AtomicU8::new(self.msm_accumulation.load(Ordering::Relaxed)),
         })
-    }
-
-    /// Chooses how later MSMs on this handle sum their buckets' points (default
-    /// [`crate::msm::Accumulation::Auto`]). The result is the same group element either way;
-    /// tests force each method, benchmarks compare them.
-    pub fn set_msm_accumulation(&self, how: crate::msm::Accumulation) {
-        self.msm_accumulation.store(how as u8, Ordering::Relaxed);
-    }
-
-    /// The accumulation method MSMs on this handle use (see
-    /// [`GpuDevice::set_msm_accumulation`]).
-    pub fn msm_accumulation(&self) -> crate::msm::Accumulation {
-        crate::msm::Accumulation::from_u8(self.msm_accumulation.load(Ordering::Relaxed))
     }
 
     /// Waits until all queued work on the device's stream has finished.

@@ -11,7 +11,7 @@ use cuzk_kernels::reference;
 use cuzk_kernels::testdata::{
     filecoin_scalars, g1_points, g2_points, msm_g1_cpu, msm_g2_cpu, scalars, seed,
 };
-use cuzk_kernels::{field, Accumulation, GpuDevice, NttKind};
+use cuzk_kernels::{field, GpuDevice, NttKind};
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand_chacha::ChaCha8Rng;
@@ -513,23 +513,9 @@ fn crowded_bucket_cases<P: Copy>(
 #[test]
 #[ignore = "needs a CUDA device"]
 fn msm_g1_matches_blstrs() {
-    g1_cases(Accumulation::Xyzz);
-}
-
-/// The G1 cases with every chunk summed by batch-affine lanes (short runs, many lanes a
-/// thread, every bucket split into pieces): the edge cases of `msm_accumulate_affine` (points
-/// at infinity, P + P, P + (-P), buckets starting and ending anywhere in a lane).
-#[test]
-#[ignore = "needs a CUDA device"]
-fn msm_g1_batch_affine_matches_blstrs() {
-    g1_cases(Accumulation::BatchAffine);
-}
-
-fn g1_cases(how: Accumulation) {
     let dev = device();
-    dev.set_msm_accumulation(how);
     let seed = seed();
-    println!("seed {seed}, {how:?} accumulation");
+    println!("seed {seed}");
     let max = (1 << 20) + 1;
     let mut points = g1_points(seed, max);
     let bases_all = dev.upload_g1_bases(&points).unwrap();
@@ -708,34 +694,30 @@ fn msm_over_one_repeated_point_takes_every_doubling_path() {
     let p1 = g1_points(seed, 1)[0];
     let p2 = g2_points(seed + 1, 1)[0];
     for (i, n) in [30usize, 1000, 65_537, 300_007].into_iter().enumerate() {
-        // G1 both ways: batch-affine lanes of one point meet P + P and P + (-P) in every batch
-        for how in [Accumulation::Xyzz, Accumulation::BatchAffine] {
-            dev.set_msm_accumulation(how);
-            for (kind, sc) in [
-                ("random", scalars(seed + 10 + i as u64, n)),
-                ("Filecoin-shaped", filecoin_scalars(seed + 20 + i as u64, n)),
-                (
-                    "small",
-                    (0..n).map(|j| Scalar::from((j % 5) as u64)).collect(),
-                ),
-            ] {
-                let total: Scalar = sc.iter().sum();
-                let b1 = dev.upload_g1_bases(&vec![p1; n]).unwrap();
-                let got = dev.msm_g1(&b1, 0..n, &sc).unwrap();
+        for (kind, sc) in [
+            ("random", scalars(seed + 10 + i as u64, n)),
+            ("Filecoin-shaped", filecoin_scalars(seed + 20 + i as u64, n)),
+            (
+                "small",
+                (0..n).map(|j| Scalar::from((j % 5) as u64)).collect(),
+            ),
+        ] {
+            let total: Scalar = sc.iter().sum();
+            let b1 = dev.upload_g1_bases(&vec![p1; n]).unwrap();
+            let got = dev.msm_g1(&b1, 0..n, &sc).unwrap();
+            assert_eq!(
+                got,
+                G1Projective::from(p1) * total,
+                "G1 n={n} {kind} (seed {seed})"
+            );
+            if n <= 65_537 {
+                let b2 = dev.upload_g2_bases(&vec![p2; n]).unwrap();
+                let got = dev.msm_g2(&b2, 0..n, &sc).unwrap();
                 assert_eq!(
                     got,
-                    G1Projective::from(p1) * total,
-                    "G1 n={n} {kind} {how:?} (seed {seed})"
+                    G2Projective::from(p2) * total,
+                    "G2 n={n} {kind} (seed {seed})"
                 );
-                if n <= 65_537 && how == Accumulation::Xyzz {
-                    let b2 = dev.upload_g2_bases(&vec![p2; n]).unwrap();
-                    let got = dev.msm_g2(&b2, 0..n, &sc).unwrap();
-                    assert_eq!(
-                        got,
-                        G2Projective::from(p2) * total,
-                        "G2 n={n} {kind} (seed {seed})"
-                    );
-                }
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick] [--only rates|ntt|g1|g2|affine]` on a GPU machine. Times are medians of several runs after
+//! Usage: `kernels_bench [--quick] [--only rates|ntt|g1|g2]` on a GPU machine. Times are medians of several runs after
 //! a warm-up, each run ending with a device synchronisation. MSM times are with bases and
 //! scalars already on the device; the "+ H2D" column adds uploading scalars from the host;
 //! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
-use cuzk_kernels::{Accumulation, GpuDevice, NttKind};
+use cuzk_kernels::{GpuDevice, NttKind};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -109,9 +109,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if want("ntt") {
         bench_ntt(&dev, quick, runs)?;
     }
-    if only.as_deref() == Some("affine") {
-        bench_affine(&dev, quick, runs)?;
-    }
     if want("g1") {
         bench_g1(&dev, quick, runs)?;
     }
@@ -179,58 +176,6 @@ fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn st
             dev.synchronize().expect("sync");
         });
         println!("| 2^{log} | {:.2} | {:.2} |", ms(fused), ms(plain));
-    }
-    Ok(())
-}
-
-/// G1 MSMs summed both ways (XYZZ runs, batch-affine lanes; `--only affine`, not in the
-/// default run), their results compared: equal or the benchmark fails. The lanes a thread
-/// drives come from `CUZK_MSM_AFFINE_LANES` (default 1024).
-fn bench_affine(
-    dev: &GpuDevice,
-    quick: bool,
-    runs: usize,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let lanes = std::env::var("CUZK_MSM_AFFINE_LANES").unwrap_or_else(|_| "1024".into());
-    println!("\n## G1 MSM accumulation: XYZZ against batch-affine ({lanes} lanes a thread)");
-    println!("| size | scalars | XYZZ ms | batch-affine ms | ratio |");
-    println!("|---|---|---|---|---|");
-    let max = if quick { 22 } else { 26 };
-    let uniq = g1_points(2, 1 << 22.min(max));
-    let mut pts = Vec::with_capacity(1 << max);
-    while pts.len() < 1 << max {
-        pts.extend_from_slice(&uniq[..uniq.len().min((1 << max) - pts.len())]);
-    }
-    let bases = dev.upload_g1_bases(&pts)?;
-    drop(pts);
-    for (what, sc) in [
-        ("random", scalars(3, 1 << max)),
-        ("Filecoin", filecoin_scalars(7, 1 << max)),
-    ] {
-        for log in (max - 2)..=max {
-            let n = 1usize << log;
-            let dsc = dev.upload(&sc[..n])?;
-            let mut sums = Vec::new();
-            let mut times = Vec::new();
-            for how in [Accumulation::Xyzz, Accumulation::BatchAffine] {
-                dev.set_msm_accumulation(how);
-                let mut got = None;
-                times.push(time(runs.min(3), || {
-                    got = Some(dev.msm_g1_device(&bases, 0..n, &dsc).expect("msm"));
-                }));
-                sums.push(got);
-            }
-            dev.set_msm_accumulation(Accumulation::Auto);
-            if sums[0] != sums[1] {
-                return Err(format!("2^{log} {what}: batch-affine sum differs from XYZZ").into());
-            }
-            println!(
-                "| 2^{log} | {what} | {:.1} | {:.1} | {:.3} |",
-                ms(times[0]),
-                ms(times[1]),
-                ms(times[0]) / ms(times[1])
-            );
-        }
     }
     Ok(())
 }
