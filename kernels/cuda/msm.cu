@@ -481,7 +481,9 @@ extern "C" __global__ void MSM_NAME(curve_madd_rate)(const PAffine* __restrict__
 }
 
 #ifndef MSM_ACCUMULATE_ONLY
-// Batch-affine addition probe (measured, used by no MSM): affine accumulators, B a thread,
+// Batch-affine addition probe (measured, used by no MSM: built into the G1 accumulation in
+// stop 23, with the lanes' state in device memory, it made the MSM slower, 2^26: 528-642 ms
+// against 450; branch stop23-batch-affine, docs/benchmarks.md): affine accumulators, B a thread,
 // each gaining one point a round; the B slopes' denominators share one inversion
 // (Montgomery's trick), so an addition costs 6 field products (the running product, the two
 // of the backward pass, the slope, its square, Y3) plus 1/B of an inversion (Fermat, a^(p-2):

@@ -166,8 +166,8 @@ fn best_of_three(dev: &GpuDevice, mut launch: impl FnMut() -> Result<()>) -> Res
 }
 
 /// A kernel of the batch-affine addition probe (`affine_batch_b*` in cuda/msm.cu, G1 and G2,
-/// used by no MSM): how many affine accumulators a thread keeps, the slopes of a round
-/// sharing one inversion.
+/// used by no MSM; the G1 MSM built on it in stop 23 was slower, see docs/benchmarks.md): how
+/// many affine accumulators a thread keeps, the slopes of a round sharing one inversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AffineBatch {
     /// 64 accumulators a thread.
