@@ -94,8 +94,13 @@ POINT_FN void xyzz_add_affine(Xyzz<F>& p, const Affine<F>& q) {
     // the same formulas, the products in independent pairs (mul2, field.cuh); only where
     // mul2 interleaves, since this order made the G2 accumulation spill more (416-byte stack
     // instead of 256)
+#ifdef DEDICATED_SQR
+    // the two squares by the dedicated square (field.cuh), the rest paired
+    F PP = sqr(P), RR = sqr(R);
+#else
     F PP, RR;
     mul2(PP, RR, P, P, R, R);
+#endif
     F PPP, Q;
     mul2(PPP, Q, P, PP, p.X, PP);
     F X3 = RR - PPP - dbl(Q);

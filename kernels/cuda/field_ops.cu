@@ -43,6 +43,24 @@ DEVI void mul_rate(F* data, u32 n, u32 iters) {
 }
 extern "C" __global__ void fr_mul_rate(Fr* data, u32 n, u32 iters) { mul_rate(data, n, iters); }
 extern "C" __global__ void fp_mul_rate(Fp* data, u32 n, u32 iters) { mul_rate(data, n, iters); }
+// Squares in the same chains: by the product (a * a) and by the dedicated square.
+template <class F, class S>
+DEVI void sqr_rate(F* data, u32 n, u32 iters, S sq) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F x = data[i], z = data[(i + 2) % n];
+    for (u32 k = 0; k < iters; k++) {
+        x = sq(x);
+        z = sq(z);
+    }
+    data[i] = x + z;
+}
+extern "C" __global__ void fp_sqr_by_mul_rate(Fp* data, u32 n, u32 iters) {
+    sqr_rate(data, n, iters, [](const Fp& a) { return a * a; });
+}
+extern "C" __global__ void fp_sqr_dedicated_rate(Fp* data, u32 n, u32 iters) {
+    sqr_rate(data, n, iters, [](const Fp& a) { return sqr_dedicated(a); });
+}
 
 // Pipe probe: does the FP64 pipe multiply beside the integer one? Each thread runs, `iters`
 // steps each, 8 dependent chains of 64-bit integer multiply-adds (IMAD.WIDE.U32, the field
@@ -130,4 +148,13 @@ extern "C" __global__ void fp_mul3_rate(Fp* data, u32 n, u32 iters) {
 }
 extern "C" __global__ void fp_mul3_f64_rate(Fp* data, u32 n, u32 iters) {
     fp_mul3(data, n, iters, [](const Fp& a, const Fp& b) { return mul_f64(a, b); });
+}
+// Warp-split probe: does one SM run integer products in some warps and FP64-pipe products
+// in others at once? Warps whose index within the block is odd use mul_f64, even ones the
+// integer product; the same chains as fp_mul3_rate.
+extern "C" __global__ void fp_mul3_split_rate(Fp* data, u32 n, u32 iters) {
+    if ((threadIdx.x >> 5) & 1)
+        fp_mul3(data, n, iters, [](const Fp& a, const Fp& b) { return mul_f64(a, b); });
+    else
+        fp_mul3(data, n, iters, [](const Fp& a, const Fp& b) { return a * b; });
 }

@@ -3,7 +3,8 @@
 // the raw Montgomery limbs as one big-endian hex number; output: a+b, a-b, a*b, a^2 the same way,
 // and the word "mul2-mismatch" when the interleaved pair (mul2, compiled as in the modules that
 // define PAIRED_PRODUCTS) differs from the lone products, and "f64-mismatch" when the FP64-pipe
-// product (field_f64.cuh) differs from a*b. Compile with -frounding-math (the FP64 products'
+// product (field_f64.cuh) differs from a*b, and "sqr-mismatch" when the dedicated square
+// (sqr_dedicated) differs from a*a. Compile with -frounding-math (the FP64 products'
 // round-toward-zero FMA sets the rounding mode per call here).
 #include <cfenv>
 #include <cmath>
@@ -72,6 +73,7 @@ static void run(const char* a, const char* b) {
     mul2(p, s, x, y, x, x);
     if (!p.eq(x * y) || !s.eq(sqr(x))) printf(" mul2-mismatch");
     if (!f64_agrees(x, y) || !f64_agrees(x, x)) printf(" f64-mismatch");
+    if (!sqr_dedicated(x).eq(x * x) || !sqr_dedicated(y).eq(y * y)) printf(" sqr-mismatch");
     printf("\n");
 }
 int main() {

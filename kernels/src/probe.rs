@@ -21,6 +21,14 @@ pub fn field_mul_rates(dev: &GpuDevice) -> Result<(f64, f64)> {
     ))
 }
 
+/// Fp squares per second: `(by the product a * a, by the dedicated square)`.
+pub fn sqr_rates(dev: &GpuDevice) -> Result<(f64, f64)> {
+    Ok((
+        product_rate(dev, "fp_sqr_by_mul_rate", 6, 2)?,
+        product_rate(dev, "fp_sqr_dedicated_rate", 6, 2)?,
+    ))
+}
+
 /// Products per second of the kernel `name` of [`FIELD`], shaped as `mul_rate` (`(F* data,
 /// u32 n, u32 iters)`, `per_iter` products an iteration), over elements of `limbs` 64-bit
 /// words.
@@ -51,6 +59,9 @@ pub struct F64Rates {
     pub fp_int: f64,
     /// The same on the FP64 pipe.
     pub fp_f64: f64,
+    /// The same, every other warp on the FP64 pipe and the rest on the integer one (all
+    /// products counted): above `fp_int` when an SM runs both pipes at once for different warps.
+    pub fp_split: f64,
 }
 
 /// Measures [`F64Rates`].
@@ -59,6 +70,7 @@ pub fn f64_rates(dev: &GpuDevice) -> Result<F64Rates> {
         fr_f64: product_rate(dev, "fr_mul_f64_rate", 4, 2)?,
         fp_int: product_rate(dev, "fp_mul3_rate", 6, 3)?,
         fp_f64: product_rate(dev, "fp_mul3_f64_rate", 6, 3)?,
+        fp_split: product_rate(dev, "fp_mul3_split_rate", 6, 3)?,
     })
 }
 

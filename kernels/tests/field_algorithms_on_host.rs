@@ -60,8 +60,25 @@ fn field_algorithms_on_host_match_blstrs() {
     b[1] = -Scalar::ONE;
     let pa = g1_points(seed, n);
     let pb = g1_points(seed + 1, n);
-    let fa: Vec<_> = pa.iter().map(|p| blst::blst_fp::from(p.x())).collect();
-    let fb: Vec<_> = pb.iter().map(|p| blst::blst_fp::from(p.y())).collect();
+    let mut fa: Vec<_> = pa.iter().map(|p| blst::blst_fp::from(p.x())).collect();
+    let mut fb: Vec<_> = pb.iter().map(|p| blst::blst_fp::from(p.y())).collect();
+    // raw limb edges (any value below p is a valid Montgomery form): 0, 1, p - 1, a full low
+    // half with a zero high half and the reverse, for the carries of the wide square
+    let raw = |l: [u64; 6]| blst::blst_fp { l };
+    let one = raw([1, 0, 0, 0, 0, 0]);
+    let edges = [
+        raw([0; 6]),
+        one,
+        host::fp_neg(&one),
+        raw([u64::MAX, u64::MAX, u64::MAX, 0, 0, 0]),
+        raw([0, 0, 0, u64::MAX, u64::MAX, 0x1a01_11ea_397f_e699]),
+    ];
+    for (i, e) in edges.iter().enumerate() {
+        for (j, f) in edges.iter().enumerate() {
+            fa[10 + 5 * i + j] = *e;
+            fb[10 + 5 * i + j] = *f;
+        }
+    }
     let mut input = String::new();
     for i in 0..n {
         input += &format!(

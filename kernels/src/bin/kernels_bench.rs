@@ -1,7 +1,7 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick] [--only rates|ntt|g1|g2]` on a GPU machine. Times are medians of several runs after
+//! Usage: `kernels_bench [--quick] [--only rates|ntt|g1|g2|overlap]` on a GPU machine. Times are medians of several runs after
 //! a warm-up, each run ending with a device synchronisation. MSM times are with bases and
 //! scalars already on the device; the "+ H2D" column adds uploading scalars from the host;
 //! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
@@ -58,6 +58,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (fr, fp) = cuzk_kernels::probe::field_mul_rates(&dev)?;
         println!("\n## Raw rates (sppark on an H200: Fp mul 2.68e10/s, Fr mul 5.9e10/s, G1 madd 2.59e9/s, G2 add 8.2e8/s)");
         println!("Fr mul {fr:.3e}/s, Fp mul {fp:.3e}/s (inline products)");
+        let (sq_mul, sq_ded) = cuzk_kernels::probe::sqr_rates(&dev)?;
+        println!(
+            "Fp squares: {sq_mul:.3e}/s as products, {sq_ded:.3e}/s dedicated ({:.2}x)",
+            sq_ded / sq_mul
+        );
         let g1 = dev.upload_g1_bases(&g1_points(5, 1024))?;
         let g2 = dev.upload_g2_bases(&g2_points(6, 1024))?;
         let r1 = cuzk_kernels::probe::madd_rate(&dev, &g1)?;
@@ -105,6 +110,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "FP64-pipe products: Fr by a constant {:.3e}/s (integer {fr:.3e}/s, {:.2}x), Fp with changing operands {:.3e}/s (integer {:.3e}/s, {:.2}x)",
             f.fr_f64, f.fr_f64 / fr, f.fp_f64, f.fp_int, f.fp_f64 / f.fp_int
         );
+        println!(
+            "Fp, every other warp on the FP64 pipe: {:.3e}/s ({:.2}x the integer products alone)",
+            f.fp_split,
+            f.fp_split / f.fp_int
+        );
     }
     if want("ntt") {
         bench_ntt(&dev, quick, runs)?;
@@ -115,6 +125,106 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if want("g2") {
         bench_g2(&dev, quick, runs)?;
     }
+    if only.as_deref() == Some("overlap") {
+        bench_overlap(&dev, runs)?;
+    }
+    Ok(())
+}
+
+/// Two streams of one device at once, against the same work in turn: the H polynomial at
+/// 2^27 (a partition's NTT phase), a G1 MSM of 2^26 random scalars (half of its H MSM) and
+/// G1 MSMs of 2^26 witness-shaped scalars (its L, A and B MSMs are such). Only with
+/// `--only overlap`.
+fn bench_overlap(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\n## Two streams at once (G1, H200 partition shapes)");
+    let side = dev.side_stream()?;
+    let n = 1usize << 26;
+    let uniq = g1_points(2, 1 << 22);
+    let mut pts = Vec::with_capacity(n);
+    while pts.len() < n {
+        pts.extend_from_slice(&uniq[..uniq.len().min(n - pts.len())]);
+    }
+    let bases = dev.upload_g1_bases(&pts)?;
+    drop(pts);
+    let rnd = dev.upload(&scalars(3, n))?;
+    let fil = dev.upload(&filecoin_scalars(7, n))?;
+    let m = 1usize << 27;
+    let data = scalars(1, m);
+    let mut abc = [
+        side.upload(&data)?,
+        side.upload(&data)?,
+        side.upload(&data)?,
+    ];
+    drop(data);
+    dev.synchronize()?;
+    side.synchronize()?;
+    let z = cuzk_kernels::coset_z_inverse(27);
+    let h = |d: &GpuDevice, abc: &mut [cuzk_kernels::DeviceBuffer<blstrs::Scalar>; 3]| {
+        let [a, b, c] = abc;
+        for v in [&mut *a, &mut *b, &mut *c] {
+            d.evaluations_to_coset(v).expect("ntt");
+        }
+        d.fr_mul_sub_assign(a, b, c).expect("mul_sub");
+        d.ntt_scaled(a, NttKind::CosetInverse, z).expect("ntt");
+        d.synchronize().expect("sync");
+    };
+    let msm = |d: &GpuDevice, s: &cuzk_kernels::DeviceBuffer<blstrs::Scalar>, k: usize| {
+        for _ in 0..k {
+            d.msm_g1_device(&bases, 0..n, s).expect("msm");
+        }
+        d.synchronize().expect("sync");
+    };
+    let t_h = time(runs, || h(&side, &mut abc));
+    let t_r = time(runs, || msm(dev, &rnd, 1));
+    let t_f3 = time(runs, || msm(dev, &fil, 3));
+    println!(
+        "alone: H 2^27 {:.1} ms, MSM 2^26 random {:.1} ms, 3 x MSM 2^26 witness-shaped {:.1} ms",
+        ms(t_h),
+        ms(t_r),
+        ms(t_f3)
+    );
+    println!("| side stream | main stream | in turn ms | at once ms | saved |");
+    println!("|---|---|---|---|---|");
+    let pair = |name_a: &str,
+                name_b: &str,
+                alone: Duration,
+                fa: &mut dyn FnMut(),
+                fb: &(dyn Fn() + Sync)| {
+        let both = time(runs, || {
+            std::thread::scope(|sc| {
+                let j = sc.spawn(|| fb());
+                fa();
+                j.join().expect("thread");
+            })
+        });
+        println!(
+            "| {name_a} | {name_b} | {:.1} | {:.1} | {:.1}% |",
+            ms(alone),
+            ms(both),
+            100.0 * (1.0 - both.as_secs_f64() / alone.as_secs_f64())
+        );
+    };
+    pair(
+        "H 2^27",
+        "3 x MSM witness-shaped",
+        t_h + t_f3,
+        &mut || h(&side, &mut abc),
+        &|| msm(dev, &fil, 3),
+    );
+    pair(
+        "H 2^27",
+        "MSM random",
+        t_h + t_r,
+        &mut || h(&side, &mut abc),
+        &|| msm(dev, &rnd, 1),
+    );
+    pair(
+        "MSM random (side)",
+        "3 x MSM witness-shaped",
+        t_r + t_f3,
+        &mut || msm(&side, &rnd, 1),
+        &|| msm(dev, &fil, 3),
+    );
     Ok(())
 }
 
