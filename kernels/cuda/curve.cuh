@@ -104,11 +104,18 @@ POINT_FN void xyzz_add_affine(Xyzz<F>& p, const Affine<F>& q) {
     F PPP, Q;
     mul2(PPP, Q, P, PP, p.X, PP);
     F X3 = RR - PPP - dbl(Q);
+#ifdef SUM_PRODUCTS
+    // Y3 = R (Q - X3) - Y PPP as one sum of products with one reduction (mul_sum, field.cuh)
+    F ZZ3, ZZZ3;
+    mul2(ZZ3, ZZZ3, p.ZZ, PP, p.ZZZ, PPP);
+    p.Y = mul_sum(R, Q - X3, p.Y, neg(PPP));
+#else
     F T, ZZ3;
     mul2(T, ZZ3, R, Q - X3, p.ZZ, PP);
     F W, ZZZ3;
     mul2(W, ZZZ3, p.Y, PPP, p.ZZZ, PPP);
     p.Y = T - W;
+#endif
     p.X = X3;
     p.ZZ = ZZ3;
     p.ZZZ = ZZZ3;

@@ -91,15 +91,17 @@ __constant__ u32 FR_R2[8] = {0xf3f29c6d, 0xc999e990, 0x87925c23, 0x2b6cedcb,
 
 // LOW_ONE: the modulus' two lowest words are 1 and 2^32 - 1 (Fr), so the reduction's first
 // product of each chain needs no multiply (eo_mad_n_redc).
+// SUM_HEADROOM: 4m < R (= 2^(32N)), so a sum of two products can share one reduction
+// (mul_sum); Fp has it (p < 2^381), Fr does not (r > 2^254).
 struct FpCfg {
-    enum { N = 12, LOW_ONE = 0 };
+    enum { N = 12, LOW_ONE = 0, SUM_HEADROOM = 1 };
     static DEVI u32 m(int i) { return FP_MOD[i]; }
     static DEVI u32 one(int i) { return FP_ONE[i]; }
     static DEVI u32 r2(int i) { return FP_R2[i]; }
     static DEVI u32 inv() { return 0xfffcfffdu; }  // -p^-1 mod 2^32
 };
 struct FrCfg {
-    enum { N = 8, LOW_ONE = 1 };
+    enum { N = 8, LOW_ONE = 1, SUM_HEADROOM = 0 };
     static DEVI u32 m(int i) { return FR_MOD[i]; }
     static DEVI u32 one(int i) { return FR_ONE[i]; }
     static DEVI u32 r2(int i) { return FR_R2[i]; }
@@ -429,6 +431,55 @@ MUL_FN Mont<C> operator*(Mont<C> a, Mont<C> b) {
     for (int i = 0; i < N; i += 2) {
         eo_mad_n_redc<C>(even, odd, a.v, mod, mod + 1, b.v[i], i == 0);
         eo_mad_n_redc<C>(odd, even, a.v, mod, mod + 1, b.v[i + 1], false);
+    }
+    Mont<C> r;
+    mont_merge<C>(r, even, odd);
+    return r;
+}
+
+// One row of mul_sum: eo_mad_n_redc with a second operand product c * di added before the
+// reduction. With 4m < R the accumulator stays below 4mB before each division by B, so its
+// word N (the odd accumulator's top) stays below 2^31 and the odd chains never carry out.
+template <class C>
+DEVI void eo_mad2_n_redc(u32* even, u32* odd, const u32* a, u32 bi, const u32* c, u32 di,
+                         const u32* mod_even, const u32* mod_odd, bool first) {
+    const int N = C::N;
+    if (first) {
+        eo_mul_n<N>(odd, a + 1, bi);
+        eo_mul_n<N>(even, a, bi);
+    } else {
+        even[0] = add_cc(even[0], odd[1]);
+        eo_madc_n_rshift<N>(odd, a + 1, bi);
+        eo_cmad_n<N>(even, a, bi);
+        odd[N - 1] = addc(odd[N - 1], 0);
+    }
+    eo_cmad_n<N>(odd, c + 1, di);
+    eo_cmad_n<N>(even, c, di);
+    odd[N - 1] = addc(odd[N - 1], 0);
+    u32 mi = even[0] * C::inv();
+    eo_cmad_n<N>(odd, mod_odd, mi);
+    eo_cmad_n<N>(even, mod_even, mi);
+    odd[N - 1] = addc(odd[N - 1], 0);
+}
+
+// (a b + c d) R^-1 mod m with one reduction (the technique of sppark's dot_n_redc): each
+// row adds a * b_i and c * d_i, then reduces once, so the pair costs three chains a row
+// where two products cost four. Needs C::SUM_HEADROOM (4m < R): the result is below
+// (2m^2 + Rm) / R < 1.5m before the final subtraction. A difference a b - c d is
+// mul_sum(a, b, c, neg(d)).
+template <class C>
+DEVI Mont<C> mul_sum(Mont<C> a, Mont<C> b, Mont<C> c, Mont<C> d) {
+    static_assert(C::SUM_HEADROOM, "mul_sum needs 4m < R");
+    const int N = C::N;
+    u32 mod[N + 1];
+#pragma unroll
+    for (int i = 0; i < N; i++) mod[i] = C::m(i);
+    mod[N] = 0;
+    u32 even[N], odd[N + 1];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        eo_mad2_n_redc<C>(even, odd, a.v, b.v[i], c.v, d.v[i], mod, mod + 1, i == 0);
+        eo_mad2_n_redc<C>(odd, even, a.v, b.v[i + 1], c.v, d.v[i + 1], mod, mod + 1, false);
     }
     Mont<C> r;
     mont_merge<C>(r, even, odd);

@@ -115,6 +115,16 @@ extern "C" __global__ void fp_test_mul_f64(const Fp* a, const Fp* b, Fp* out, u3
     out[i] = mul_f64(a[i], b[i]);
 }
 
+// Sums of two products with one reduction (mul_sum), for differential tests:
+// out[2i] = a_i b_i + b_i a_i, out[2i + 1] = a_i^2 - b_i^2 (as mul_sum(a, a, b, -b)).
+extern "C" __global__ void fp_test_mul_sum(const Fp* a, const Fp* b, Fp* out, u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fp x = a[i], y = b[i];
+    out[2 * i] = mul_sum(x, y, y, x);
+    out[2 * i + 1] = mul_sum(x, x, y, neg(y));
+}
+
 // Rate probes of the FP64-pipe products, shaped as mul_rate: Fr by a constant (the NTT's
 // twiddle products; prepared once), and Fp in three chains whose operands all change (the
 // MSM's shape: each product converts about one operand), beside the integer products in the

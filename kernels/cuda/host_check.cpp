@@ -4,7 +4,8 @@
 // and the word "mul2-mismatch" when the interleaved pair (mul2, compiled as in the modules that
 // define PAIRED_PRODUCTS) differs from the lone products, and "f64-mismatch" when the FP64-pipe
 // product (field_f64.cuh) differs from a*b, and "sqr-mismatch" when the dedicated square
-// (sqr_dedicated) differs from a*a. Compile with -frounding-math (the FP64 products'
+// (sqr_dedicated) differs from a*a, and "sum-mismatch" when the sum of two products with one
+// reduction (mul_sum, Fp) differs from the products. Compile with -frounding-math (the FP64 products'
 // round-toward-zero FMA sets the rounding mode per call here).
 #include <cfenv>
 #include <cmath>
@@ -58,6 +59,14 @@ static void print(const Mont<C>& x) {
     printf(" ");
     for (int i = C::N - 1; i >= 0; i--) printf("%08x", x.v[i]);
 }
+// "sum-mismatch" when mul_sum (Fp only: it needs 4m < R) differs from the two products.
+static void check_sum(const Fp& x, const Fp& y) {
+    Fp ny = neg(y);
+    if (!mul_sum(x, y, y, x).eq(x * y + y * x) || !mul_sum(x, x, y, ny).eq(x * x - y * y) ||
+        !mul_sum(x, y, x, neg(y)).is_zero() || !mul_sum(ny, ny, ny, ny).eq(y * y + y * y))
+        printf(" sum-mismatch");
+}
+static void check_sum(const Fr&, const Fr&) {}
 template <class C>
 static void run(const char* a, const char* b) {
     Mont<C> x, y;
@@ -74,6 +83,7 @@ static void run(const char* a, const char* b) {
     if (!p.eq(x * y) || !s.eq(sqr(x))) printf(" mul2-mismatch");
     if (!f64_agrees(x, y) || !f64_agrees(x, x)) printf(" f64-mismatch");
     if (!sqr_dedicated(x).eq(x * x) || !sqr_dedicated(y).eq(y * y)) printf(" sqr-mismatch");
+    check_sum(x, y);
     printf("\n");
 }
 int main() {

@@ -117,3 +117,15 @@ pub fn fp_mul_f64(dev: &GpuDevice, a: &[blst_fp], b: &[blst_fp]) -> Result<Vec<b
     let raw = run_n(dev, "fp_test_mul_f64", &ra, &rb, 1)?;
     Ok(raw.iter().map(|l| fp_from_limbs(l)).collect())
 }
+
+/// `(a[i] b[i] + b[i] a[i], a[i]^2 - b[i]^2)` by the sum of two products with one reduction
+/// (`mul_sum` of cuda/field.cuh, the G1 mixed addition's Y3).
+pub fn fp_mul_sum(dev: &GpuDevice, a: &[blst_fp], b: &[blst_fp]) -> Result<Vec<[blst_fp; 2]>> {
+    let ra: Vec<[u64; 6]> = a.iter().map(|x| x.l).collect();
+    let rb: Vec<[u64; 6]> = b.iter().map(|x| x.l).collect();
+    let raw = run_n(dev, "fp_test_mul_sum", &ra, &rb, 2)?;
+    Ok(raw
+        .chunks(2)
+        .map(|c| [fp_from_limbs(&c[0]), fp_from_limbs(&c[1])])
+        .collect())
+}

@@ -119,6 +119,22 @@ fn field_ops_match_blstrs() {
             "Fp mul_f64 at {i} (seed {seed})"
         );
     }
+    // the sum of two products with one reduction (mul_sum), edge cases included
+    let got = field::fp_mul_sum(&dev, &a1, &b1).unwrap();
+    for i in 0..n {
+        let (x, y) = (&a1[i], &b1[i]);
+        let xy = host::fp_mul(x, y);
+        let want = [
+            host::fp_add(&xy, &xy),
+            host::fp_sub(&host::fp_sqr(x), &host::fp_sqr(y)),
+        ];
+        for k in 0..2 {
+            assert_eq!(
+                got[i][k].l, want[k].l,
+                "Fp mul_sum {k} at {i} (seed {seed})"
+            );
+        }
+    }
     let got = field::fp2_ops(&dev, &a2, &b2).unwrap();
     for i in 0..n {
         let (x, y) = (&a2[i], &b2[i]);
