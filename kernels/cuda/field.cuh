@@ -349,6 +349,22 @@ DEVI Mont<C> redc_wide(const u32* t) {
     return lo + hi;
 }
 
+// One chain of sqr_wide's row i: acc += a_i a_j at word i + j for j = j0, j0 + 2, ... < N,
+// then the chain's carry into the word above its last (when that word exists).
+template <int N>
+DEVI void sqr_gap_chain(u32* acc, const u32* a, int i, int j0) {
+    acc[i + j0] = mad_lo_cc(a[i], a[j0], acc[i + j0]);
+    acc[i + j0 + 1] = madc_hi_cc(a[i], a[j0], acc[i + j0 + 1]);
+    int jl = j0;
+#pragma unroll
+    for (int j = j0 + 2; j < N; j += 2) {
+        acc[i + j] = madc_lo_cc(a[i], a[j], acc[i + j]);
+        acc[i + j + 1] = madc_hi_cc(a[i], a[j], acc[i + j + 1]);
+        jl = j;
+    }
+    if (i + jl + 2 < 2 * N) acc[i + jl + 2] = addc(acc[i + jl + 2], 0);
+}
+
 // Wide square of an N-word number (N even): t[0 .. 2N) = a^2, as twice the products
 // a_i a_j (i < j) plus the squares a_i^2. Row i's products a_i a_j sit at word i + j, which
 // has the parity of j - i, so they go to two accumulators by that parity: `e` holds pairs
@@ -367,30 +383,8 @@ DEVI void sqr_wide(u32* t, const u32* a) {
     }
 #pragma unroll
     for (int i = 0; i < N - 1; i++) {
-        // odd gaps: j = i + 1, i + 3, ... < N
-        int jl = i + 1;
-        o[2 * i + 1] = mad_lo_cc(a[i], a[i + 1], o[2 * i + 1]);
-        o[2 * i + 2] = madc_hi_cc(a[i], a[i + 1], o[2 * i + 2]);
-#pragma unroll
-        for (int j = i + 3; j < N; j += 2) {
-            o[i + j] = madc_lo_cc(a[i], a[j], o[i + j]);
-            o[i + j + 1] = madc_hi_cc(a[i], a[j], o[i + j + 1]);
-            jl = j;
-        }
-        if (i + jl + 2 < 2 * N) o[i + jl + 2] = addc(o[i + jl + 2], 0);
-        // even gaps: j = i + 2, i + 4, ... < N
-        if (i + 2 < N) {
-            jl = i + 2;
-            e[2 * i + 2] = mad_lo_cc(a[i], a[i + 2], e[2 * i + 2]);
-            e[2 * i + 3] = madc_hi_cc(a[i], a[i + 2], e[2 * i + 3]);
-#pragma unroll
-            for (int j = i + 4; j < N; j += 2) {
-                e[i + j] = madc_lo_cc(a[i], a[j], e[i + j]);
-                e[i + j + 1] = madc_hi_cc(a[i], a[j], e[i + j + 1]);
-                jl = j;
-            }
-            if (i + jl + 2 < 2 * N) e[i + jl + 2] = addc(e[i + jl + 2], 0);
-        }
+        sqr_gap_chain<N>(o, a, i, i + 1);  // odd gaps j - i
+        if (i + 2 < N) sqr_gap_chain<N>(e, a, i, i + 2);  // even gaps
     }
     // t = 2 (e + o) + sum a_i^2 B^(2i); e + o < B^(2N) / 2
     t[0] = add_cc(e[0], o[0]);
