@@ -251,10 +251,11 @@ DEVI void eo_madc_n_rshift_given(u32* odd, const u32* a, u32 bi, u32 lo0, u32 hi
     odd[N - 2] = madc_lo_cc(a[N - 2], bi, 0);
     odd[N - 1] = madc_hi(a[N - 2], bi, 0);
 }
-template <class C>
-DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, const u32* mod_odd, u32 bi,
-                        bool first) {
-    const int N = C::N;
+// The operand part of a CIOS row: (even, odd) += a * bi, the first row setting them, a later
+// one first taking in the word the previous row's division left below the aligned
+// accumulator and shifting the other by two words.
+template <int N>
+DEVI void eo_mad_n_row(u32* even, u32* odd, const u32* a, u32 bi, bool first) {
     if (first) {
         eo_mul_n<N>(odd, a + 1, bi);
         eo_mul_n<N>(even, a, bi);
@@ -264,6 +265,12 @@ DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, 
         eo_cmad_n<N>(even, a, bi);
         odd[N - 1] = addc(odd[N - 1], 0);
     }
+}
+template <class C>
+DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, const u32* mod_odd, u32 bi,
+                        bool first) {
+    const int N = C::N;
+    eo_mad_n_row<N>(even, odd, a, bi, first);
     if (C::LOW_ONE) {
         // inv = -1, m[0] = 1, m[1] = 2^32 - 1: mi = -even[0], mi * 1 = (mi, 0) and
         // mi * (2^32 - 1) = (-mi, mi - 1), or (0, 0) for mi = 0: four products of the
@@ -438,15 +445,7 @@ template <class C>
 DEVI void eo_mad2_n_redc(u32* even, u32* odd, const u32* a, u32 bi, const u32* c, u32 di,
                          const u32* mod_even, const u32* mod_odd, bool first) {
     const int N = C::N;
-    if (first) {
-        eo_mul_n<N>(odd, a + 1, bi);
-        eo_mul_n<N>(even, a, bi);
-    } else {
-        even[0] = add_cc(even[0], odd[1]);
-        eo_madc_n_rshift<N>(odd, a + 1, bi);
-        eo_cmad_n<N>(even, a, bi);
-        odd[N - 1] = addc(odd[N - 1], 0);
-    }
+    eo_mad_n_row<N>(even, odd, a, bi, first);
     eo_cmad_n<N>(odd, c + 1, di);
     eo_cmad_n<N>(even, c, di);
     odd[N - 1] = addc(odd[N - 1], 0);
