@@ -206,43 +206,20 @@ DEVI void eo_mul_n(u32* acc, const u32* a, u32 bi) {
         acc[j + 1] = __umulhi(a[j], bi);
     }
 }
+// The pairs j >= 2 of a chain already carrying: acc[j], acc[j + 1] += a[j] * bi.
 template <int N>
-DEVI void eo_cmad_n(u32* acc, const u32* a, u32 bi) {
-    acc[0] = mad_lo_cc(a[0], bi, acc[0]);
-    acc[1] = madc_hi_cc(a[0], bi, acc[1]);
+DEVI void eo_madc_tail(u32* acc, const u32* a, u32 bi) {
 #pragma unroll
     for (int j = 2; j < N; j += 2) {
         acc[j] = madc_lo_cc(a[j], bi, acc[j]);
         acc[j + 1] = madc_hi_cc(a[j], bi, acc[j + 1]);
     }
 }
+// The pairs j >= 2 of a chain that also shifts `odd` down two words: odd[j], odd[j + 1] =
+// odd[j + 2], odd[j + 3] + a[j] * bi, the last pair into fresh words (no carry out).
 template <int N>
-DEVI void eo_madc_n_rshift(u32* odd, const u32* a, u32 bi) {
-#pragma unroll
-    for (int j = 0; j < N - 2; j += 2) {
-        odd[j] = madc_lo_cc(a[j], bi, odd[j + 2]);
-        odd[j + 1] = madc_hi_cc(a[j], bi, odd[j + 3]);
-    }
-    odd[N - 2] = madc_lo_cc(a[N - 2], bi, 0);
-    odd[N - 1] = madc_hi(a[N - 2], bi, 0);
-}
-// eo_cmad_n with the first pair's product given: acc[0..1] += (lo0, hi0), then a[2..] * bi.
-template <int N>
-DEVI void eo_cmad_n_given(u32* acc, const u32* a, u32 bi, u32 lo0, u32 hi0) {
-    acc[0] = add_cc(acc[0], lo0);
-    acc[1] = addc_cc(acc[1], hi0);
-#pragma unroll
-    for (int j = 2; j < N; j += 2) {
-        acc[j] = madc_lo_cc(a[j], bi, acc[j]);
-        acc[j + 1] = madc_hi_cc(a[j], bi, acc[j + 1]);
-    }
-}
-// eo_madc_n_rshift with the first pair's product given: odd = odd >> 2 words + (lo0, hi0) +
-// a[2..] * bi, continuing the carry chain.
-template <int N>
-DEVI void eo_madc_n_rshift_given(u32* odd, const u32* a, u32 bi, u32 lo0, u32 hi0) {
-    odd[0] = addc_cc(odd[2], lo0);
-    odd[1] = addc_cc(odd[3], hi0);
+DEVI void eo_madc_rshift_tail(u32* odd, const u32* a, u32 bi) {
+    static_assert(N >= 4, "the first pair and the last are distinct");
 #pragma unroll
     for (int j = 2; j < N - 2; j += 2) {
         odd[j] = madc_lo_cc(a[j], bi, odd[j + 2]);
@@ -250,6 +227,33 @@ DEVI void eo_madc_n_rshift_given(u32* odd, const u32* a, u32 bi, u32 lo0, u32 hi
     }
     odd[N - 2] = madc_lo_cc(a[N - 2], bi, 0);
     odd[N - 1] = madc_hi(a[N - 2], bi, 0);
+}
+template <int N>
+DEVI void eo_cmad_n(u32* acc, const u32* a, u32 bi) {
+    acc[0] = mad_lo_cc(a[0], bi, acc[0]);
+    acc[1] = madc_hi_cc(a[0], bi, acc[1]);
+    eo_madc_tail<N>(acc, a, bi);
+}
+template <int N>
+DEVI void eo_madc_n_rshift(u32* odd, const u32* a, u32 bi) {
+    odd[0] = madc_lo_cc(a[0], bi, odd[2]);
+    odd[1] = madc_hi_cc(a[0], bi, odd[3]);
+    eo_madc_rshift_tail<N>(odd, a, bi);
+}
+// eo_cmad_n with the first pair's product given: acc[0..1] += (lo0, hi0), then a[2..] * bi.
+template <int N>
+DEVI void eo_cmad_n_given(u32* acc, const u32* a, u32 bi, u32 lo0, u32 hi0) {
+    acc[0] = add_cc(acc[0], lo0);
+    acc[1] = addc_cc(acc[1], hi0);
+    eo_madc_tail<N>(acc, a, bi);
+}
+// eo_madc_n_rshift with the first pair's product given: odd = odd >> 2 words + (lo0, hi0) +
+// a[2..] * bi, continuing the carry chain.
+template <int N>
+DEVI void eo_madc_n_rshift_given(u32* odd, const u32* a, u32 bi, u32 lo0, u32 hi0) {
+    odd[0] = addc_cc(odd[2], lo0);
+    odd[1] = addc_cc(odd[3], hi0);
+    eo_madc_rshift_tail<N>(odd, a, bi);
 }
 // The operand part of a CIOS row: (even, odd) += a * bi, the first row setting them, a later
 // one first taking in the word the previous row's division left below the aligned
@@ -266,11 +270,11 @@ DEVI void eo_mad_n_row(u32* even, u32* odd, const u32* a, u32 bi, bool first) {
         odd[N - 1] = addc(odd[N - 1], 0);
     }
 }
+// The reduction part of a CIOS row: mi from the aligned accumulator's lowest word, then
+// (even, odd) += mi * m, so that even[0] becomes 0 (mod 2^32).
 template <class C>
-DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, const u32* mod_odd, u32 bi,
-                        bool first) {
+DEVI void eo_redc_row(u32* even, u32* odd, const u32* mod_even, const u32* mod_odd) {
     const int N = C::N;
-    eo_mad_n_row<N>(even, odd, a, bi, first);
     if (C::LOW_ONE) {
         // inv = -1, m[0] = 1, m[1] = 2^32 - 1: mi = -even[0], mi * 1 = (mi, 0) and
         // mi * (2^32 - 1) = (-mi, mi - 1), or (0, 0) for mi = 0: four products of the
@@ -284,6 +288,20 @@ DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, 
         eo_cmad_n<N>(even, mod_even, mi);
     }
     odd[N - 1] = addc(odd[N - 1], 0);
+}
+template <class C>
+DEVI void eo_mad_n_redc(u32* even, u32* odd, const u32* a, const u32* mod_even, const u32* mod_odd, u32 bi,
+                        bool first) {
+    eo_mad_n_row<C::N>(even, odd, a, bi, first);
+    eo_redc_row<C>(even, odd, mod_even, mod_odd);
+}
+
+// The modulus' words with a zero word above: mod_even = mod, mod_odd = mod + 1 for the rows.
+template <class C>
+DEVI void mont_mod_words(u32* mod) {
+#pragma unroll
+    for (int i = 0; i < C::N; i++) mod[i] = C::m(i);
+    mod[C::N] = 0;
 }
 
 // The end of a product: r = even + odd one word down, reduced once.
@@ -306,9 +324,7 @@ template <class C>
 DEVI Mont<C> redc_wide(const u32* t) {
     const int N = C::N;
     u32 mod[N + 1];
-#pragma unroll
-    for (int i = 0; i < N; i++) mod[i] = C::m(i);
-    mod[N] = 0;
+    mont_mod_words<C>(mod);
     u32 even[N], odd[N + 1];
 #pragma unroll
     for (int i = 0; i < N; i++) even[i] = t[i];
@@ -424,9 +440,7 @@ template <class C>
 MUL_FN Mont<C> operator*(Mont<C> a, Mont<C> b) {
     const int N = C::N;
     u32 mod[N + 1];
-#pragma unroll
-    for (int i = 0; i < N; i++) mod[i] = C::m(i);
-    mod[N] = 0;
+    mont_mod_words<C>(mod);
     u32 even[N], odd[N + 1];
 #pragma unroll
     for (int i = 0; i < N; i += 2) {
@@ -449,10 +463,7 @@ DEVI void eo_mad2_n_redc(u32* even, u32* odd, const u32* a, u32 bi, const u32* c
     eo_cmad_n<N>(odd, c + 1, di);
     eo_cmad_n<N>(even, c, di);
     odd[N - 1] = addc(odd[N - 1], 0);
-    u32 mi = even[0] * C::inv();
-    eo_cmad_n<N>(odd, mod_odd, mi);
-    eo_cmad_n<N>(even, mod_even, mi);
-    odd[N - 1] = addc(odd[N - 1], 0);
+    eo_redc_row<C>(even, odd, mod_even, mod_odd);
 }
 
 // (a b + c d) R^-1 mod m with one reduction (the technique of sppark's dot_n_redc): each
@@ -465,9 +476,7 @@ DEVI Mont<C> mul_sum(Mont<C> a, Mont<C> b, Mont<C> c, Mont<C> d) {
     static_assert(C::SUM_HEADROOM, "mul_sum needs 4m < R");
     const int N = C::N;
     u32 mod[N + 1];
-#pragma unroll
-    for (int i = 0; i < N; i++) mod[i] = C::m(i);
-    mod[N] = 0;
+    mont_mod_words<C>(mod);
     u32 even[N], odd[N + 1];
 #pragma unroll
     for (int i = 0; i < N; i += 2) {
@@ -492,9 +501,7 @@ DEVI void mul2(Mont<C>& r1, Mont<C>& r2, Mont<C> a1, Mont<C> b1, Mont<C> a2, Mon
 #ifdef PAIRED_PRODUCTS
     const int N = C::N;
     u32 mod[N + 1];
-#pragma unroll
-    for (int i = 0; i < N; i++) mod[i] = C::m(i);
-    mod[N] = 0;
+    mont_mod_words<C>(mod);
     u32 even1[N], odd1[N + 1], even2[N], odd2[N + 1];
 #pragma unroll
     for (int i = 0; i < N; i += 2) {

@@ -10,8 +10,9 @@
 
 use std::time::{Duration, Instant};
 
+use blstrs::Scalar;
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
-use cuzk_kernels::{GpuDevice, NttKind};
+use cuzk_kernels::{DeviceBuffer, GpuDevice, NttKind};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -159,16 +160,8 @@ fn bench_overlap(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
     dev.synchronize()?;
     side.synchronize()?;
     let z = cuzk_kernels::coset_z_inverse(27);
-    let h = |d: &GpuDevice, abc: &mut [cuzk_kernels::DeviceBuffer<blstrs::Scalar>; 3]| {
-        let [a, b, c] = abc;
-        for v in [&mut *a, &mut *b, &mut *c] {
-            d.evaluations_to_coset(v).expect("ntt");
-        }
-        d.fr_mul_sub_assign(a, b, c).expect("mul_sub");
-        d.ntt_scaled(a, NttKind::CosetInverse, z).expect("ntt");
-        d.synchronize().expect("sync");
-    };
-    let msm = |d: &GpuDevice, s: &cuzk_kernels::DeviceBuffer<blstrs::Scalar>, k: usize| {
+    let h = |d: &GpuDevice, abc: &mut [DeviceBuffer<Scalar>; 3]| h_polynomial(d, abc, z);
+    let msm = |d: &GpuDevice, s: &DeviceBuffer<Scalar>, k: usize| {
         for _ in 0..k {
             d.msm_g1_device(&bases, 0..n, s).expect("msm");
         }
@@ -192,7 +185,7 @@ fn bench_overlap(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
                 fb: &(dyn Fn() + Sync)| {
         let both = time(runs, || {
             std::thread::scope(|sc| {
-                let j = sc.spawn(|| fb());
+                let j = sc.spawn(fb);
                 fa();
                 j.join().expect("thread");
             })
@@ -226,6 +219,19 @@ fn bench_overlap(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
         &|| msm(dev, &fil, 3),
     );
     Ok(())
+}
+
+/// Groth16's H on the device as the engine runs it (engine/src/cuda/ntt.rs): a, b, c each
+/// from evaluations to the coset, `(a*b - c) / Z`, back to coefficients in `a`; `z` is
+/// [`cuzk_kernels::coset_z_inverse`] of the size. Ends with a device synchronisation.
+fn h_polynomial(dev: &GpuDevice, abc: &mut [DeviceBuffer<Scalar>; 3], z: Scalar) {
+    let [a, b, c] = abc;
+    for v in [&mut *a, &mut *b, &mut *c] {
+        dev.evaluations_to_coset(v).expect("ntt");
+    }
+    dev.fr_mul_sub_assign(a, b, c).expect("mul_sub");
+    dev.ntt_scaled(a, NttKind::CosetInverse, z).expect("ntt");
+    dev.synchronize().expect("sync");
 }
 
 fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
@@ -264,15 +270,7 @@ fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn st
             dev.upload(&data[..n])?,
         ];
         let z = cuzk_kernels::coset_z_inverse(log);
-        let fused = time(runs, || {
-            let [a, b, c] = &mut bufs;
-            for v in [&mut *a, &mut *b, &mut *c] {
-                dev.evaluations_to_coset(v).expect("ntt");
-            }
-            dev.fr_mul_sub_assign(a, b, c).expect("mul_sub");
-            dev.ntt_scaled(a, NttKind::CosetInverse, z).expect("ntt");
-            dev.synchronize().expect("sync");
-        });
+        let fused = time(runs, || h_polynomial(dev, &mut bufs, z));
         let plain = time(runs, || {
             let [a, b, c] = &mut bufs;
             for v in [&mut *a, &mut *b, &mut *c] {
