@@ -36,6 +36,22 @@ const ROOT_BITS: u32 = 14;
 const DEFAULT_COLS_LOG: u32 = 0;
 /// The two tables of coset powers hold 2^COSET_BITS entries each (covers 2^28).
 const COSET_BITS: u32 = 14;
+/// The stage tables hold every twiddle of stages 1..=STAGE_BITS, 2^STAGE_BITS entries each
+/// (matches NTT_STAGE_BITS in ntt.cu): a strided pass whose stages all lie there reads its
+/// twiddles instead of computing each with a product.
+const STAGE_BITS: u32 = 18;
+
+/// Device memory the per-device NTT tables take, in bytes ([`GpuDevice::ntt`] builds them on
+/// first use and keeps them with the device): the root, coset and stage tables of both
+/// directions and the two small tables.
+pub const TABLES_BYTES: u64 = {
+    let fr = std::mem::size_of::<FrRaw>() as u64;
+    let root = 4 * (1u64 << ROOT_BITS);
+    let coset = 4 * (1u64 << COSET_BITS);
+    let stage = 2 * (1u64 << STAGE_BITS);
+    let small = 2 * (1u64 << (NTT_MAX_K - 1));
+    (root + coset + stage + small) * fr
+};
 
 /// Which transform to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +66,8 @@ pub enum NttKind {
     CosetInverse,
 }
 
-/// Per-device twiddle tables, independent of the transform size (about 4.5 MiB).
+/// Per-device twiddle tables, independent of the transform size ([`TABLES_BYTES`], about
+/// 20 MiB).
 pub(crate) struct NttTables {
     fwd_root_lo: CudaSlice<FrRaw>,
     fwd_root_hi: CudaSlice<FrRaw>,
@@ -58,6 +75,9 @@ pub(crate) struct NttTables {
     inv_root_hi: CudaSlice<FrRaw>,
     fwd_small: CudaSlice<FrRaw>,
     inv_small: CudaSlice<FrRaw>,
+    /// `[2^(t-1) + x] = w_{2^t}^x` for 1 <= t <= STAGE_BITS, x < 2^(t-1); entry 0 is one.
+    fwd_stage: CudaSlice<FrRaw>,
+    inv_stage: CudaSlice<FrRaw>,
     g_lo: CudaSlice<FrRaw>,
     g_hi: CudaSlice<FrRaw>,
     ginv_lo: CudaSlice<FrRaw>,
@@ -84,6 +104,19 @@ pub fn omega(log_n: u32) -> Scalar {
     w
 }
 
+/// The stage table of root `w` (the 2^STAGE_BITS-th root of unity or its inverse):
+/// `[2^(t-1) + x] = w_{2^t}^x` with w_{2^t} = w^(2^(STAGE_BITS - t)), entry 0 one.
+fn stage_table(w: Scalar) -> Vec<Scalar> {
+    let top = powers(w, 1 << (STAGE_BITS - 1));
+    let mut t = Vec::with_capacity(1 << STAGE_BITS);
+    t.push(Scalar::ONE);
+    for stage in 1..=STAGE_BITS {
+        let step = 1usize << (STAGE_BITS - stage);
+        t.extend(top.iter().step_by(step).take(1 << (stage - 1)));
+    }
+    t
+}
+
 fn invert(x: Scalar) -> Scalar {
     // the constants inverted here are roots of unity and the generator: never zero
     Option::from(x.invert()).unwrap_or(Scalar::ZERO)
@@ -106,6 +139,8 @@ impl NttTables {
             inv_root_hi: up(powers(w28_inv.pow_vartime([root_len as u64]), root_len))?,
             fwd_small: up(powers(w512, 1 << (NTT_MAX_K - 1)))?,
             inv_small: up(powers(invert(w512), 1 << (NTT_MAX_K - 1)))?,
+            fwd_stage: up(stage_table(omega(STAGE_BITS)))?,
+            inv_stage: up(stage_table(invert(omega(STAGE_BITS))))?,
             g_lo: up(powers(g, lo_len))?,
             g_hi: up(powers(g.pow_vartime([lo_len as u64]), lo_len))?,
             ginv_lo: up(powers(ginv, lo_len))?,
@@ -305,10 +340,10 @@ impl GpuDevice {
         order: Order,
     ) -> Result<()> {
         let t = self.ntt_tables()?;
-        let (small, root_lo, root_hi) = if inverse {
-            (&t.inv_small, &t.inv_root_lo, &t.inv_root_hi)
+        let (small, root_lo, root_hi, stage) = if inverse {
+            (&t.inv_small, &t.inv_root_lo, &t.inv_root_hi, &t.inv_stage)
         } else {
-            (&t.fwd_small, &t.fwd_root_lo, &t.fwd_root_hi)
+            (&t.fwd_small, &t.fwd_root_lo, &t.fwd_root_hi, &t.fwd_stage)
         };
         // CUZK_NTT_PROFILE=1 prints the time of each kernel (synchronising after each)
         let profile = std::env::var_os("CUZK_NTT_PROFILE").is_some();
@@ -353,12 +388,14 @@ impl GpuDevice {
                 .arg(&p.c)
                 .arg(small)
                 .arg(root_lo)
-                .arg(root_hi);
+                .arg(root_hi)
+                .arg(stage);
             // SAFETY: ntt_pass and ntt_pass_dif(Fr*, u32 logn, u32 s, u32 k, u32 c, const Fr* small[256],
-            // const Fr* root_lo[2^14], const Fr* root_hi[2^14]) with s + k <= log_n <= 28,
-            // c <= s (s > 0) or c <= log_n - k (s == 0), 2^(log_n-k-c) blocks and the dynamic
-            // shared memory of Pass::shared_bytes touches data indices < 2^log_n = data.len()
-            // and root indices < 2^14 (exponents < 2^28).
+            // const Fr* root_lo[2^14], const Fr* root_hi[2^14], const Fr* stage[2^18]) with
+            // s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0), 2^(log_n-k-c)
+            // blocks and the dynamic shared memory of Pass::shared_bytes touches data indices
+            // < 2^log_n = data.len(), root indices < 2^14 (exponents < 2^28) and, only when
+            // s + k <= 18, stage indices 2^(s+i) + low + j' 2^s < 2^(s+k) <= 2^18.
             unsafe { b.launch(cfg) }.map_err(self.drv("launching an NTT pass"))?;
             mark(format!("pass s={} k={} c={}", p.s, p.k, p.c));
         }
@@ -534,6 +571,45 @@ mod tests {
                     s += q.k;
                 }
                 assert_eq!(s, log_n);
+            }
+        }
+    }
+
+    /// The stage table read the way `ntt_pass` reads it (column `low`, stage i of a pass
+    /// starting after stage s, butterfly j') gives the twiddle the pass otherwise computes:
+    /// w_{2^(s+i+1)}^low * w_{2^(i+1)}^j'. Checked at every stage's first and last entries and
+    /// at the corners of every (s, i) a tabled pass can have.
+    #[test]
+    fn stage_table_holds_every_tabled_twiddle() {
+        for inverse in [false, true] {
+            let root = |t: u32| if inverse { invert(omega(t)) } else { omega(t) };
+            let table = stage_table(root(STAGE_BITS));
+            assert_eq!(table.len(), 1 << STAGE_BITS);
+            assert_eq!(table[0], Scalar::ONE);
+            for t in 1..=STAGE_BITS {
+                let last = (1u64 << (t - 1)) - 1;
+                assert_eq!(table[1 << (t - 1)], Scalar::ONE, "stage {t}, x = 0");
+                assert_eq!(
+                    table[(1usize << (t - 1)) + last as usize],
+                    root(t).pow_vartime([last]),
+                    "stage {t}, last entry"
+                );
+            }
+            for s in 1..STAGE_BITS {
+                for i in 0..(STAGE_BITS - s).min(NTT_MAX_K) {
+                    let lows = [0u64, 1, (1 << s) - 1];
+                    let jps = [0u64, 1.min((1 << i) - 1), (1 << i) - 1];
+                    for (&low, &jp) in lows
+                        .iter()
+                        .zip(jps.iter().rev())
+                        .chain(lows.iter().zip(jps.iter()))
+                    {
+                        let want =
+                            root(s + i + 1).pow_vartime([low]) * root(i + 1).pow_vartime([jp]);
+                        let at = (1u64 << (s + i)) + low + (jp << s);
+                        assert_eq!(table[at as usize], want, "s {s}, i {i}, low {low}, j' {jp}");
+                    }
+                }
             }
         }
     }

@@ -17,8 +17,8 @@ pub const SCALAR_BYTES: u64 = 32;
 pub const G1_BYTES: u64 = 96;
 /// Bytes of one affine G2 point on the device.
 pub const G2_BYTES: u64 = 192;
-/// The NTT's twiddle and coset tables, allocated once per device (about 2 MiB, rounded up).
-pub const NTT_TABLES_BYTES: u64 = 4 << 20;
+/// The NTT's twiddle, stage and coset tables, allocated once per device (about 20 MiB).
+pub const NTT_TABLES_BYTES: u64 = cuzk_kernels::ntt::TABLES_BYTES;
 
 /// Point counts of a circuit's five queries: all the device memory needs to know about its
 /// parameters.
