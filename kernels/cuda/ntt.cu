@@ -41,7 +41,8 @@ DEVI Fr fr_join(uint4 lo, uint4 hi) {
 DEVI uint4 fr_lo(const Fr& x) { return make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]); }
 DEVI uint4 fr_hi(const Fr& x) { return make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]); }
 
-// 32-byte global accesses as two 16-byte ones (device buffers are 256-byte aligned).
+// 32-byte global accesses as two 16-byte ones (device buffers are 256-byte aligned, so every
+// Fr of one, at a multiple of 32 bytes, is 16-byte aligned; also for sub-slices).
 DEVI Fr ld_fr(const Fr* p) {
     const uint4* q = reinterpret_cast<const uint4*>(p);
     return fr_join(q[0], q[1]);
@@ -321,37 +322,37 @@ extern "C" __global__ void ntt_distribute(Fr* __restrict__ a, u32 n, const Fr* _
     if (hi_shared || lo_shared) {
         if (threadIdx.x == 0) {
             const u32 e0 = rev ? bitrev_bits(i0, rev) : i0;
-            part = (hi_shared ? hi[e0 >> lobits] : lo[e0 & mask]) * scale;
+            part = ld_fr(hi_shared ? hi + (e0 >> lobits) : lo + (e0 & mask)) * scale;
         }
         __syncthreads();
         if (i >= n) return;
         const u32 e = rev ? bitrev_bits(i, rev) : i;
-        const Fr f = hi_shared ? lo[e & mask] : hi[e >> lobits];
-        a[i] = a[i] * (f * part);
+        const Fr f = ld_fr(hi_shared ? lo + (e & mask) : hi + (e >> lobits));
+        st_fr(a + i, ld_fr(a + i) * (f * part));
         return;
     }
     if (i >= n) return;
     u32 e = rev ? bitrev_bits(i, rev) : i;
-    Fr p = lo[e & mask] * hi[e >> lobits];
-    a[i] = a[i] * (p * scale);
+    Fr p = ld_fr(lo + (e & mask)) * ld_fr(hi + (e >> lobits));
+    st_fr(a + i, ld_fr(a + i) * (p * scale));
 }
 
 extern "C" __global__ void fr_scale(Fr* __restrict__ a, u32 n, Fr c) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    a[i] = a[i] * c;
+    st_fr(a + i, ld_fr(a + i) * c);
 }
 
 extern "C" __global__ void fr_mul_assign(Fr* __restrict__ a, const Fr* __restrict__ b, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    a[i] = a[i] * b[i];
+    st_fr(a + i, ld_fr(a + i) * ld_fr(b + i));
 }
 
 extern "C" __global__ void fr_sub_assign(Fr* __restrict__ a, const Fr* __restrict__ b, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    a[i] = a[i] - b[i];
+    st_fr(a + i, ld_fr(a + i) - ld_fr(b + i));
 }
 
 // a[i] = a[i] * b[i] - c[i] (Groth16's A*B - C on the coset, one pass instead of two).
@@ -359,13 +360,13 @@ extern "C" __global__ void fr_mul_sub(Fr* __restrict__ a, const Fr* __restrict__
                                       u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    a[i] = a[i] * b[i] - c[i];
+    st_fr(a + i, ld_fr(a + i) * ld_fr(b + i) - ld_fr(c + i));
 }
 
 extern "C" __global__ void fr_add_assign(Fr* __restrict__ a, const Fr* __restrict__ b, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    a[i] = a[i] + b[i];
+    st_fr(a + i, ld_fr(a + i) + ld_fr(b + i));
 }
 
 // Compaction by a bitmap (Groth16's density masks): for every i < n whose bit is set in
@@ -379,5 +380,5 @@ extern "C" __global__ void fr_compact(const Fr* __restrict__ src, u32 n, const u
     u32 b = i & 63;
     if (((w >> b) & 1ull) == 0) return;
     u32 rank = __popcll(w & ((1ull << b) - 1ull));
-    dst[prefix[i >> 6] + rank] = src[i];
+    st_fr(dst + prefix[i >> 6] + rank, ld_fr(src + i));
 }
