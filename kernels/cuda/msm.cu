@@ -336,30 +336,30 @@ extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ 
     PXyzz acc = PXyzz::inf();
     u32 e = sorted[begin];
     PAffine next;
-    if (MSM_PREFETCH_POINT) next = bases[e & 0x7fffffffu];
+    if (MSM_PREFETCH_POINT) next = ld_vec_ro(bases + (e & 0x7fffffffu));
     for (u32 i = begin; i < end; i++) {
         if (i == bend) {
             // bucket b ends here: it began in this run unless `head`
-            if (head) partial[2 * t] = acc;
-            else buckets[b] = acc;
+            if (head) st_vec(partial + 2 * t, acc);
+            else st_vec(buckets + b, acc);
             head = false;
             b = bucket_after(offsets, nbuckets, b + 1, i);
             bend = offsets[b + 1];
             acc = PXyzz::inf();
         }
-        PAffine q = MSM_PREFETCH_POINT ? next : bases[e & 0x7fffffffu];
+        PAffine q = MSM_PREFETCH_POINT ? next : ld_vec_ro(bases + (e & 0x7fffffffu));
         bool negate = e >> 31;
         if (i + 1 < end) {
             e = sorted[i + 1];
-            if (MSM_PREFETCH_POINT) next = bases[e & 0x7fffffffu];
+            if (MSM_PREFETCH_POINT) next = ld_vec_ro(bases + (e & 0x7fffffffu));
         }
         if (negate) q = neg(q);
         xyzz_add_affine(acc, q);
     }
     bool tail = bend > end;
-    if (head) partial[2 * t] = acc;
-    else if (tail) partial[2 * t + 1] = acc;
-    else buckets[b] = acc;
+    if (head) st_vec(partial + 2 * t, acc);
+    else if (tail) st_vec(partial + 2 * t + 1, acc);
+    else st_vec(buckets + b, acc);
 }
 
 // The bucket split at run boundary q (between runs q - 1 and q), if any: the bucket of
@@ -391,9 +391,9 @@ extern "C" __global__ void MSM_NAME(msm_fix_round)(PXyzz* __restrict__ partial, 
     if (!split_at(offsets, run_first, (p + 1) / 2, k, b, first, end)) return;
     if (((p - first) & (2 * stride - 1)) != 0) return;
     if (p + stride >= end) return;
-    PXyzz acc = partial[p];
-    xyzz_add(acc, partial[p + stride]);
-    partial[p] = acc;
+    PXyzz acc = ld_vec(partial + p);
+    xyzz_add(acc, ld_vec(partial + p + stride));
+    st_vec(partial + p, acc);
 }
 
 // One thread per run boundary: a split bucket takes its first slot (the sum after the
@@ -405,7 +405,7 @@ extern "C" __global__ void MSM_NAME(msm_fix_store)(const PXyzz* __restrict__ par
     if (q == 0 || q >= nruns) return;
     u32 b, first, end;
     if (!split_at(offsets, run_first, q, k, b, first, end)) return;
-    if (2 * q - 1 == first) buckets[b] = partial[first];
+    if (2 * q - 1 == first) st_vec(buckets + b, ld_vec_ro(partial + first));
 }
 
 #endif  // MSM_NO_ACCUMULATE
@@ -424,7 +424,7 @@ extern "C" __global__ void MSM_NAME(msm_segments)(const PXyzz* __restrict__ buck
     PXyzz running = PXyzz::inf();
     PXyzz total = PXyzz::inf();
     for (int j = (int)seg - 1; j >= 0; j--) {
-        xyzz_add(running, B[j]);
+        xyzz_add(running, ld_vec_ro(B + j));
         xyzz_add(total, running);
     }
     // total = sum (j + 1) B_j; add first * sum B_j to weight by (first + j + 1)
@@ -432,7 +432,7 @@ extern "C" __global__ void MSM_NAME(msm_segments)(const PXyzz* __restrict__ buck
         xyzz_mul_small(running, first);
         xyzz_add(total, running);
     }
-    out[t] = total;
+    st_vec(out + t, total);
 }
 
 // out[t] = sum of in[t * group .. (t + 1) * group).
@@ -440,9 +440,9 @@ extern "C" __global__ void MSM_NAME(msm_sum_groups)(const PXyzz* __restrict__ in
                                                     PXyzz* __restrict__ out) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= nout) return;
-    PXyzz acc = in[(size_t)t * group];
-    for (u32 j = 1; j < group; j++) xyzz_add(acc, in[(size_t)t * group + j]);
-    out[t] = acc;
+    PXyzz acc = ld_vec_ro(in + (size_t)t * group);
+    for (u32 j = 1; j < group; j++) xyzz_add(acc, ld_vec_ro(in + (size_t)t * group + j));
+    st_vec(out + t, acc);
 }
 
 // Test helpers: per i, out[3i] = p_i + q_i (mixed), out[3i+1] = p_i + p_i (XYZZ add),
