@@ -41,23 +41,22 @@ union Vec16 {
     T t;
     uint4 q[sizeof(T) / 16];
 };
-template <class T>
-DEVI T ld_vec_ro(const T* p) {
+template <bool READ_ONLY, class T>
+DEVI T ld_vec16(const T* p) {
     static_assert(sizeof(T) % 16 == 0, "16-byte accesses need a size a multiple of 16");
     Vec16<T> u;
     const uint4* s = reinterpret_cast<const uint4*>(p);
 #pragma unroll
-    for (int i = 0; i < (int)(sizeof(T) / 16); i++) u.q[i] = __ldg(s + i);
+    for (int i = 0; i < (int)(sizeof(T) / 16); i++) u.q[i] = READ_ONLY ? __ldg(s + i) : s[i];
     return u.t;
 }
 template <class T>
 DEVI T ld_vec(const T* p) {
-    static_assert(sizeof(T) % 16 == 0, "16-byte accesses need a size a multiple of 16");
-    Vec16<T> u;
-    const uint4* s = reinterpret_cast<const uint4*>(p);
-#pragma unroll
-    for (int i = 0; i < (int)(sizeof(T) / 16); i++) u.q[i] = s[i];
-    return u.t;
+    return ld_vec16<false>(p);
+}
+template <class T>
+DEVI T ld_vec_ro(const T* p) {
+    return ld_vec16<true>(p);
 }
 template <class T>
 DEVI void st_vec(T* p, const T& x) {
