@@ -575,6 +575,21 @@ mod tests {
         }
     }
 
+    /// The sizes ntt.cu is compiled with are the host's: a kernel that took a pass as tabled
+    /// on a larger NTT_STAGE_BITS than the table's would read past it.
+    #[test]
+    fn kernel_source_agrees_on_table_sizes() {
+        let src = crate::compile::NTT.sources.concat();
+        for (name, value) in [
+            ("NTT_MAX_K", NTT_MAX_K),
+            ("NTT_ROOT_BITS", ROOT_BITS),
+            ("NTT_STAGE_BITS", STAGE_BITS),
+        ] {
+            let line = format!("#define {name} {value}\n");
+            assert!(src.contains(&line), "ntt.cu lacks `{}`", line.trim_end());
+        }
+    }
+
     /// The stage table read the way `ntt_pass` reads it (column `low`, stage i of a pass
     /// starting after stage s, butterfly j') gives the twiddle the pass otherwise computes:
     /// w_{2^(s+i+1)}^low * w_{2^(i+1)}^j'. Checked at every stage's first and last entries and
