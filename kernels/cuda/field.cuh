@@ -582,3 +582,43 @@ DEVI Fp2 sqr(const Fp2& a) {
     Fp p = a.c0 * a.c1;
     return Fp2{s * d, p + p};
 }
+
+#if defined(__CUDA_ARCH__) || defined(__CUDACC_RTC__)
+// Device only: a value whose size is a multiple of 16 bytes (Fr, a point, an XYZZ sum) read
+// from or written to global memory as 16-byte accesses, one instruction for four words, where
+// a plain copy of these 4-byte aligned structs takes one for each. Every device buffer starts
+// 256-byte aligned and the element sizes (32, 96, 192, 192, 384 bytes) are multiples of 16,
+// so any element, also of a sub-slice, is 16-byte aligned. `ld_vec_ro` reads through the
+// read-only cache (the array must not change during the kernel).
+template <class T>
+union Vec16 {
+    T t;
+    uint4 q[sizeof(T) / 16];
+};
+template <bool READ_ONLY, class T>
+DEVI T ld_vec16(const T* p) {
+    static_assert(sizeof(T) % 16 == 0, "16-byte accesses need a size a multiple of 16");
+    Vec16<T> u;
+    const uint4* s = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(T) / 16); i++) u.q[i] = READ_ONLY ? __ldg(s + i) : s[i];
+    return u.t;
+}
+template <class T>
+DEVI T ld_vec(const T* p) {
+    return ld_vec16<false>(p);
+}
+template <class T>
+DEVI T ld_vec_ro(const T* p) {
+    return ld_vec16<true>(p);
+}
+template <class T>
+DEVI void st_vec(T* p, const T& x) {
+    static_assert(sizeof(T) % 16 == 0, "16-byte accesses need a size a multiple of 16");
+    Vec16<T> u;
+    u.t = x;
+    uint4* d = reinterpret_cast<uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(T) / 16); i++) d[i] = u.q[i];
+}
+#endif

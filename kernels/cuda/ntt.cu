@@ -41,18 +41,6 @@ DEVI Fr fr_join(uint4 lo, uint4 hi) {
 DEVI uint4 fr_lo(const Fr& x) { return make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]); }
 DEVI uint4 fr_hi(const Fr& x) { return make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]); }
 
-// 32-byte global accesses as two 16-byte ones (device buffers are 256-byte aligned, so every
-// Fr of one, at a multiple of 32 bytes, is 16-byte aligned; also for sub-slices).
-DEVI Fr ld_fr(const Fr* p) {
-    const uint4* q = reinterpret_cast<const uint4*>(p);
-    return fr_join(q[0], q[1]);
-}
-DEVI void st_fr(Fr* p, const Fr& x) {
-    uint4* q = reinterpret_cast<uint4*>(p);
-    q[0] = fr_lo(x);
-    q[1] = fr_hi(x);
-}
-
 // An array of Fr in shared memory, stored as lo halves then hi halves.
 struct SplitFr {
     uint4* lo;
@@ -97,9 +85,9 @@ extern "C" __global__ void ntt_bitrev(Fr* __restrict__ a, u32 logn) {
     if (i >= n) return;
     u32 j = bitrev_bits(i, logn);
     if (i < j) {
-        Fr t = ld_fr(a + i);
-        st_fr(a + i, ld_fr(a + j));
-        st_fr(a + j, t);
+        Fr t = ld_vec(a + i);
+        st_vec(a + i, ld_vec(a + j));
+        st_vec(a + j, t);
     }
 }
 
@@ -122,12 +110,12 @@ extern "C" __global__ void ntt_bitrev_tiled(Fr* __restrict__ a, u32 logn) {
     const u32 shift_hi = BR_B + mbits;
     const size_t i0 = ((size_t)hi << shift_hi) | ((size_t)mid << BR_B) | lo;
     const size_t i1 = ((size_t)hi << shift_hi) | ((size_t)rmid << BR_B) | lo;
-    t0.set(hi * BR_T + lo, ld_fr(a + i0));
-    if (mid != rmid) t1.set(hi * BR_T + lo, ld_fr(a + i1));
+    t0.set(hi * BR_T + lo, ld_vec(a + i0));
+    if (mid != rmid) t1.set(hi * BR_T + lo, ld_vec(a + i1));
     __syncthreads();
     const u32 src = bitrev_bits(lo, BR_B) * BR_T + bitrev_bits(hi, BR_B);
-    st_fr(a + i1, t0.get(src));
-    if (mid != rmid) st_fr(a + i0, t1.get(src));
+    st_vec(a + i1, t0.get(src));
+    if (mid != rmid) st_vec(a + i0, t1.get(src));
 }
 
 // One radix-2 stage i (span 2^i) of a pass, DIT or DIF, then a barrier.
@@ -182,7 +170,7 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
         // the first pass: 2^c consecutive columns, contiguous
         base = (size_t)blockIdx.x << (k + c);
 #pragma unroll 4
-        for (u32 l = tid; l < nb; l += nthr) buf.set(pad(l), ld_fr(a + base + l));
+        for (u32 l = tid; l < nb; l += nthr) buf.set(pad(l), ld_vec(a + base + l));
     } else {
         const u32 lowblocks = 1u << (s - c);
         low0 = (blockIdx.x & (lowblocks - 1)) << c;
@@ -192,7 +180,7 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
         for (u32 l = tid; l < nb; l += nthr) {
             const u32 col = l & (cols - 1);
             const u32 j = l >> c;
-            buf.set(pad((col << k) + j), ld_fr(a + base + col + ((size_t)j << s)));
+            buf.set(pad((col << k) + j), ld_vec(a + base + col + ((size_t)j << s)));
         }
         // w_low of column col at stage i (t = s + i + 1): w28^(low << (28 - t))
         for (u32 e = tid; !tabled && e < cols * k; e += nthr) {
@@ -213,7 +201,7 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
         Fr w;
         if (tabled) {
             // w_{2^t}^(low + j' 2^s) with t = s + i + 1
-            w = ld_fr(stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
+            w = ld_vec(stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
         } else {
             w = small[jp << (NTT_MAX_K - 1 - i)];
             if (s != 0) w = w * wl.get((e >> k) * NTT_MAX_K + i);
@@ -276,13 +264,13 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
     // 4. store where the block read
     if (s == 0) {
 #pragma unroll 4
-        for (u32 l = tid; l < nb; l += nthr) st_fr(a + base + l, buf.get(pad(l)));
+        for (u32 l = tid; l < nb; l += nthr) st_vec(a + base + l, buf.get(pad(l)));
     } else {
 #pragma unroll 4
         for (u32 l = tid; l < nb; l += nthr) {
             const u32 col = l & (cols - 1);
             const u32 j = l >> c;
-            st_fr(a + base + col + ((size_t)j << s), buf.get(pad((col << k) + j)));
+            st_vec(a + base + col + ((size_t)j << s), buf.get(pad((col << k) + j)));
         }
     }
 }
@@ -322,37 +310,37 @@ extern "C" __global__ void ntt_distribute(Fr* __restrict__ a, u32 n, const Fr* _
     if (hi_shared || lo_shared) {
         if (threadIdx.x == 0) {
             const u32 e0 = rev ? bitrev_bits(i0, rev) : i0;
-            part = ld_fr(hi_shared ? hi + (e0 >> lobits) : lo + (e0 & mask)) * scale;
+            part = ld_vec(hi_shared ? hi + (e0 >> lobits) : lo + (e0 & mask)) * scale;
         }
         __syncthreads();
         if (i >= n) return;
         const u32 e = rev ? bitrev_bits(i, rev) : i;
-        const Fr f = ld_fr(hi_shared ? lo + (e & mask) : hi + (e >> lobits));
-        st_fr(a + i, ld_fr(a + i) * (f * part));
+        const Fr f = ld_vec(hi_shared ? lo + (e & mask) : hi + (e >> lobits));
+        st_vec(a + i, ld_vec(a + i) * (f * part));
         return;
     }
     if (i >= n) return;
     u32 e = rev ? bitrev_bits(i, rev) : i;
-    Fr p = ld_fr(lo + (e & mask)) * ld_fr(hi + (e >> lobits));
-    st_fr(a + i, ld_fr(a + i) * (p * scale));
+    Fr p = ld_vec(lo + (e & mask)) * ld_vec(hi + (e >> lobits));
+    st_vec(a + i, ld_vec(a + i) * (p * scale));
 }
 
 extern "C" __global__ void fr_scale(Fr* __restrict__ a, u32 n, Fr c) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    st_fr(a + i, ld_fr(a + i) * c);
+    st_vec(a + i, ld_vec(a + i) * c);
 }
 
 extern "C" __global__ void fr_mul_assign(Fr* __restrict__ a, const Fr* __restrict__ b, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    st_fr(a + i, ld_fr(a + i) * ld_fr(b + i));
+    st_vec(a + i, ld_vec(a + i) * ld_vec(b + i));
 }
 
 extern "C" __global__ void fr_sub_assign(Fr* __restrict__ a, const Fr* __restrict__ b, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    st_fr(a + i, ld_fr(a + i) - ld_fr(b + i));
+    st_vec(a + i, ld_vec(a + i) - ld_vec(b + i));
 }
 
 // a[i] = a[i] * b[i] - c[i] (Groth16's A*B - C on the coset, one pass instead of two).
@@ -360,13 +348,13 @@ extern "C" __global__ void fr_mul_sub(Fr* __restrict__ a, const Fr* __restrict__
                                       u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    st_fr(a + i, ld_fr(a + i) * ld_fr(b + i) - ld_fr(c + i));
+    st_vec(a + i, ld_vec(a + i) * ld_vec(b + i) - ld_vec(c + i));
 }
 
 extern "C" __global__ void fr_add_assign(Fr* __restrict__ a, const Fr* __restrict__ b, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    st_fr(a + i, ld_fr(a + i) + ld_fr(b + i));
+    st_vec(a + i, ld_vec(a + i) + ld_vec(b + i));
 }
 
 // Compaction by a bitmap (Groth16's density masks): for every i < n whose bit is set in
@@ -380,5 +368,5 @@ extern "C" __global__ void fr_compact(const Fr* __restrict__ src, u32 n, const u
     u32 b = i & 63;
     if (((w >> b) & 1ull) == 0) return;
     u32 rank = __popcll(w & ((1ull << b) - 1ull));
-    st_fr(dst + prefix[i >> 6] + rank, ld_fr(src + i));
+    st_vec(dst + prefix[i >> 6] + rank, ld_vec(src + i));
 }
