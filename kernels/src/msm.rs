@@ -13,14 +13,16 @@
 //! equal to 1 land in, costs log depth), parallel running sums per window
 //! segment, a tree reduction per window, and a final Horner step over windows on the host
 //! with blstrs. Inputs of more than [`MAX_CHUNK`] points are processed in chunks whose
-//! results are added.
+//! results are added; consecutive chunks go on two streams, so one chunk's bucket sort runs
+//! while the previous one accumulates ([`GpuDevice::msm_chunked`]).
 
 use std::marker::PhantomData;
 use std::ops::Range;
+use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{CudaSlice, CudaView, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, LaunchConfig, PushKernelArg};
 use group::Group;
 
 use crate::compile::{KernelModule, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE};
@@ -30,6 +32,16 @@ use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
 
 /// Largest number of points one pipeline run handles; larger inputs are chunked.
 pub const MAX_CHUNK: usize = 1 << 26;
+
+/// One chunk's MSM queued up to its per-window sums ([`GpuDevice::msm_chunk_queue`]).
+struct QueuedChunk {
+    /// `windows * per_window` XYZZ sums, window-major, in Montgomery form.
+    level: CudaSlice<u64>,
+    /// Window width in bits.
+    c: u32,
+    windows: usize,
+    per_window: usize,
+}
 
 /// A curve group the MSM kernels are instantiated for.
 pub trait MsmCurve: Send + Sync + 'static {
@@ -369,40 +381,84 @@ impl GpuDevice {
         scalars: &DeviceBuffer<Scalar>,
         from: usize,
     ) -> Result<C::Projective> {
+        self.msm_chunked(bases, range, scalars, from, MAX_CHUNK)
+    }
+
+    /// As [`GpuDevice::msm_at`], in chunks of at most `chunk` points (`chunk` >= 1; the
+    /// result does not depend on it). [`GpuDevice::msm_at`] uses [`MAX_CHUNK`]; smaller
+    /// chunks are for tests of the chunked path.
+    ///
+    /// Chunks alternate between the device's stream and a second one of the highest
+    /// priority ([`GpuDevice::msm_stream`]): chunk k + 1's scalars, histogram and bucket sort
+    /// (memory-bound) are queued while chunk k's accumulation (bound by the integer multiply
+    /// pipe) runs, and the windows of every chunk are read back at the end. Each chunk
+    /// allocates and frees its scratch on its own stream, so at most two chunks' scratch is
+    /// held at once ([`msm_scratch_bytes`]). Returns when every chunk's work has finished.
+    pub fn msm_chunked<C: MsmCurve>(
+        &self,
+        bases: &Bases<C>,
+        range: Range<usize>,
+        scalars: &DeviceBuffer<Scalar>,
+        from: usize,
+        chunk: usize,
+    ) -> Result<C::Projective> {
         check_range(bases.len(), &range)?;
         if from
             .checked_add(range.len())
             .is_none_or(|end| end > scalars.len())
         {
             return Err(Error::Length {
-                op: "msm_at (scalars)",
+                op: "msm_chunked (scalars)",
                 expected: from.saturating_add(range.len()),
                 got: scalars.len(),
+            });
+        }
+        if chunk == 0 {
+            return Err(Error::Unsupported {
+                op: "msm_chunked",
+                detail: "chunks of 0 points".into(),
             });
         }
         let mut acc = C::Projective::identity();
         let Some(buf) = bases.buf.as_ref() else {
             return Ok(acc); // no points: the range is empty (checked above)
         };
-        let mut start = 0;
-        while start < range.len() {
-            let end = (start + MAX_CHUNK).min(range.len());
+        let chunks = range.len().div_ceil(chunk);
+        let streams = if chunks > 1 {
+            [self.stream().clone(), self.msm_stream()?]
+        } else {
+            [self.stream().clone(), self.stream().clone()]
+        };
+        let mut queued = Vec::with_capacity(chunks);
+        for k in 0..chunks {
+            let (start, end) = (k * chunk, ((k + 1) * chunk).min(range.len()));
             let b = buf.view(range.start + start..range.start + end);
             let s = scalars.view(from + start..from + end);
-            acc += self.msm_chunk::<C>(b, s)?;
-            start = end;
+            let stream = &streams[k % 2];
+            if let Some(q) = self.msm_chunk_queue::<C>(stream, b, s)? {
+                queued.push((stream, q));
+            }
+        }
+        for (stream, q) in queued {
+            acc += self.msm_chunk_finish::<C>(stream, q)?;
         }
         Ok(acc)
     }
 
-    fn msm_chunk<C: MsmCurve>(
+    /// Queues one chunk's MSM on `stream` up to its per-window sums, which it returns
+    /// (`None` when every scalar is zero). Waits on `stream` (only) where the plan needs a
+    /// count from the device: the scalars' bit lengths, the number of bucket entries, and the
+    /// longest split bucket; the accumulation and everything after it are queued, not waited
+    /// for.
+    fn msm_chunk_queue<C: MsmCurve>(
         &self,
+        stream: &Arc<CudaStream>,
         bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
         scalars: CudaView<'_, FrRaw>,
-    ) -> Result<C::Projective> {
+    ) -> Result<Option<QueuedChunk>> {
         let n = scalars.len();
         let n32 = n as u32;
-        let stream = self.stream().clone();
+        let stream = stream.clone();
         let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
         let profile = std::env::var_os("CUZK_MSM_PROFILE").is_some();
         let mut last = std::time::Instant::now();
@@ -434,9 +490,9 @@ impl GpuDevice {
         l.arg(&scalars).arg(&mut canon).arg(&n32).arg(&mut bit_hist);
         // SAFETY: (const Fr* in, Fr* out, u32 n, u32* hist[257] zeroed), in and out of length n.
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
-        let bit_hist = self.read_back(&bit_hist, "reading the scalars' bit lengths")?;
+        let bit_hist = self.read_back_on(&stream, &bit_hist, "reading the scalars' bit lengths")?;
         let Some(WindowPlan { c, windows: nw }) = WindowPlan::choose(&bit_hist, n) else {
-            return Ok(C::Projective::identity()); // every scalar is zero
+            return Ok(None); // every scalar is zero
         };
         let nb = 1usize << (c - 1);
         let nbuckets = nw as usize * nb;
@@ -458,9 +514,10 @@ impl GpuDevice {
         // 3. offsets (and cursors for the scatter)
         let mut offsets = alloc_u32(nbuckets + 1)?;
         let mut cursor = alloc_u32(nbuckets)?;
-        self.exclusive_scan::<C>(&counts, nbuckets, &mut offsets, Some(&mut cursor))?;
+        self.exclusive_scan::<C>(&stream, &counts, nbuckets, &mut offsets, Some(&mut cursor))?;
         drop(counts);
-        let entries = self.read_back(
+        let entries = self.read_back_on(
+            &stream,
             &offsets.slice(nbuckets..nbuckets + 1),
             "reading the MSM entry count",
         )?;
@@ -568,7 +625,8 @@ impl GpuDevice {
         // u32* longest[1], zeroed); the runs a bucket writes start below offsets[nbuckets] =
         // entries, so their indices are < ceil(entries / k) = nruns.
         unsafe { l.launch(cfg(nbuckets, 256)) }.map_err(self.drv("launching msm_run_first"))?;
-        let longest = self.read_back(&longest, "reading the MSM's longest split bucket")?;
+        let longest =
+            self.read_back_on(&stream, &longest, "reading the MSM's longest split bucket")?;
         // rounds of the pairwise sum: ceil(log2(most pieces)), 0 when no bucket was split
         let rounds = longest[0].max(1).next_power_of_two().trailing_zeros();
         mark("runs");
@@ -675,33 +733,45 @@ impl GpuDevice {
             per_window /= group;
         }
         mark("reduce");
+        Ok(Some(QueuedChunk {
+            level,
+            c,
+            windows: nw as usize,
+            per_window,
+        }))
+    }
 
-        // 9. host: finish each window and combine with Horner's rule
-        let limbs = self.read_back(&level, "copying MSM windows to the host")?;
+    /// Reads a queued chunk's window sums back (waiting for `stream`, the stream it was
+    /// queued on) and combines them with Horner's rule on the host.
+    fn msm_chunk_finish<C: MsmCurve>(
+        &self,
+        stream: &Arc<CudaStream>,
+        q: QueuedChunk,
+    ) -> Result<C::Projective> {
+        let limbs = self.read_back_on(stream, &q.level, "copying MSM windows to the host")?;
         let mut acc = C::Projective::identity();
-        for w in (0..nw as usize).rev() {
-            for _ in 0..c {
+        for w in (0..q.windows).rev() {
+            for _ in 0..q.c {
                 acc = acc.double();
             }
-            for j in 0..per_window {
-                let at = (w * per_window + j) * C::XYZZ_LIMBS;
+            for j in 0..q.per_window {
+                let at = (w * q.per_window + j) * C::XYZZ_LIMBS;
                 acc += C::from_xyzz(&limbs[at..at + C::XYZZ_LIMBS]);
             }
         }
-        mark("host");
         Ok(acc)
     }
 
     /// Exclusive prefix sum of `counts[..len]` into `offsets[..=len]` (and `cursor[..len]`).
     fn exclusive_scan<C: MsmCurve>(
         &self,
+        stream: &Arc<CudaStream>,
         counts: &CudaSlice<u32>,
         len: usize,
         offsets: &mut CudaSlice<u32>,
         cursor: Option<&mut CudaSlice<u32>>,
     ) -> Result<()> {
         const PER_BLOCK: usize = 8192;
-        let stream = self.stream();
         let sums_f = self.function(&C::MODULE, &format!("msm_block_sums{}", C::SUFFIX))?;
         let scan_f = self.function(&C::MODULE, &format!("msm_scan{}", C::SUFFIX))?;
         let blocks = len.div_ceil(PER_BLOCK).max(1);
@@ -751,11 +821,19 @@ impl GpuDevice {
 }
 
 /// An upper bound, in bytes, on the device memory one MSM of `n` points over curve `C`
-/// allocates besides its bases and scalars: the sum of every scratch buffer of one chunk of
-/// `min(n, MAX_CHUNK)` points (the peak is lower: buffers are freed between steps). Chunks
-/// run one after another, so larger `n` needs no more.
+/// allocates besides its bases and scalars ([`GpuDevice::msm_at`], chunks of
+/// [`MAX_CHUNK`]): the sum of every scratch buffer of one chunk of `min(n, MAX_CHUNK)`
+/// points (the peak is lower: buffers are freed between steps), twice that when `n` is
+/// chunked, since the next chunk's buffers are allocated while this one accumulates (never
+/// more than two chunks: a chunk's stream is the one of the chunk two before it).
 pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
-    let n = n.min(MAX_CHUNK) as u64;
+    let chunks = if n > MAX_CHUNK { 2 } else { 1 };
+    chunks * chunk_scratch_bytes::<C>(n.min(MAX_CHUNK))
+}
+
+/// The scratch bound of one chunk of `n` points.
+fn chunk_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
+    let n = n as u64;
     if n == 0 {
         return 0;
     }
@@ -812,10 +890,14 @@ mod tests {
             assert!(g1 >= floor, "n=2^{log}: {g1} < {floor}");
             assert!(g2 > g1);
         }
-        // chunked: no more than one chunk
+        // chunked: two chunks at once, never more
+        assert_eq!(
+            msm_scratch_bytes::<G1>(MAX_CHUNK + 1),
+            2 * msm_scratch_bytes::<G1>(MAX_CHUNK)
+        );
         assert_eq!(
             msm_scratch_bytes::<G1>(3 * MAX_CHUNK),
-            msm_scratch_bytes::<G1>(MAX_CHUNK)
+            2 * msm_scratch_bytes::<G1>(MAX_CHUNK)
         );
         // about 9 GiB for a 2^26 G1 chunk: sanity of the units
         let gib = msm_scratch_bytes::<G1>(1 << 26) as f64 / (1u64 << 30) as f64;

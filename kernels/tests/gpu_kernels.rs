@@ -697,6 +697,60 @@ fn batch_affine_probe_sums_match_blstrs() {
     }
 }
 
+/// The chunked path (chunks alternating between two streams, the next chunk's bucket sort
+/// queued while this one accumulates) against blstrs, with chunk sizes that leave a short
+/// last chunk, an odd and an even number of chunks (a chunk's stream reused by the chunk
+/// two after it), a chunk whose scalars are all zero (nothing queued for it), and an offset
+/// into a longer scalar buffer; G1 and G2.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn msm_chunked_on_two_streams_matches_blstrs() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let n = 300_007;
+    let mut pts = g1_points(seed, n);
+    let mut sc = msm_case(seed + 1, n, &mut pts, G1Affine::identity());
+    // chunk 2 of 2^16 points all zero
+    for s in &mut sc[2 << 16..3 << 16] {
+        *s = Scalar::ZERO;
+    }
+    let fil = filecoin_scalars(seed + 2, n);
+    let bases = dev.upload_g1_bases(&pts).unwrap();
+    for (what, scalars) in [("random", &sc), ("Filecoin-shaped", &fil)] {
+        let want = msm_g1_cpu(&pts, scalars);
+        // 7 extra scalars in front: the MSM reads from offset 7
+        let mut padded = scalars_with_prefix(seed + 3, 7, scalars);
+        let d = dev.upload(&padded).unwrap();
+        for chunk in [1usize << 16, 100_000, 150_004, n] {
+            let got = dev.msm_chunked(&bases, 0..n, &d, 7, chunk).unwrap();
+            assert_eq!(got, want, "G1 {what}, chunks of {chunk} (seed {seed})");
+        }
+        padded.clear();
+    }
+    assert!(dev
+        .msm_chunked(&bases, 0..n, &dev.upload(&sc).unwrap(), 0, 0)
+        .is_err());
+    let m = 70_001;
+    let p2 = g2_points(seed + 4, m);
+    let s2 = scalars(seed + 5, m);
+    let want = msm_g2_cpu(&p2, &s2);
+    let b2 = dev.upload_g2_bases(&p2).unwrap();
+    let d2 = dev.upload(&s2).unwrap();
+    for chunk in [1usize << 14, 35_001] {
+        let got = dev.msm_chunked(&b2, 0..m, &d2, 0, chunk).unwrap();
+        assert_eq!(got, want, "G2 chunks of {chunk} (seed {seed})");
+    }
+    println!("chunked MSMs ok");
+}
+
+/// `prefix` random scalars, then `rest`.
+fn scalars_with_prefix(seed: u64, prefix: usize, rest: &[Scalar]) -> Vec<Scalar> {
+    let mut v = scalars(seed, prefix);
+    v.extend_from_slice(rest);
+    v
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn msm_over_one_repeated_point_takes_every_doubling_path() {

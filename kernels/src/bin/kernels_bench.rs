@@ -1,7 +1,7 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick] [--only rates|ntt|g1|g2|overlap]` on a GPU machine. Times are medians of several runs after
+//! Usage: `kernels_bench [--quick] [--only rates|ntt|g1|g2|overlap|chunked]` on a GPU machine. Times are medians of several runs after
 //! a warm-up, each run ending with a device synchronisation. MSM times are with bases and
 //! scalars already on the device; the "+ H2D" column adds uploading scalars from the host;
 //! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
@@ -10,7 +10,8 @@
 
 use std::time::{Duration, Instant};
 
-use blstrs::Scalar;
+use blstrs::{G1Projective, Scalar};
+use group::Group;
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
 use cuzk_kernels::{DeviceBuffer, GpuDevice, NttKind};
 
@@ -128,6 +129,61 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if only.as_deref() == Some("overlap") {
         bench_overlap(&dev, runs)?;
+    }
+    if only.as_deref() == Some("chunked") {
+        bench_chunked(&dev, runs)?;
+    }
+    Ok(())
+}
+
+/// A G1 MSM of 2^27 points (a partition's H MSM: two chunks of `msm::MAX_CHUNK`),
+/// random and witness-shaped scalars, as [`GpuDevice::msm_g1_device`] runs it (the second
+/// chunk's bucket sort on a second stream during the first one's accumulation) against the
+/// same two chunks one after the other on one stream (two single-chunk calls, as every
+/// chunked MSM ran before), alternated in one run. Only with `--only chunked` (about 40 GiB
+/// of device memory).
+fn bench_chunked(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let n = 1usize << 27;
+    let half = n / 2;
+    let uniq = g1_points(2, 1 << 22);
+    let mut pts = Vec::with_capacity(n);
+    while pts.len() < n {
+        pts.extend_from_slice(&uniq[..uniq.len().min(n - pts.len())]);
+    }
+    let bases = dev.upload_g1_bases(&pts)?;
+    drop(pts);
+    println!("\n## G1 MSM 2^27, two chunks of 2^26 (bases and scalars on the device)");
+    println!("| scalars | two streams ms | one stream, in turn ms | results equal |");
+    println!("|---|---|---|---|");
+    for (what, sc) in [
+        ("random", scalars(3, n)),
+        ("Filecoin-shaped", filecoin_scalars(7, n)),
+    ] {
+        let d = dev.upload(&sc)?;
+        drop(sc);
+        let mut two = Vec::new();
+        let mut one = Vec::new();
+        let (mut a, mut b) = (G1Projective::identity(), G1Projective::identity());
+        // warm-up of both, then alternated
+        for r in 0..=runs.min(3) {
+            let t = Instant::now();
+            a = dev.msm_g1_device(&bases, 0..n, &d).expect("msm");
+            let t2 = t.elapsed();
+            let t = Instant::now();
+            b = dev.msm_chunked(&bases, 0..half, &d, 0, half).expect("msm")
+                + dev.msm_chunked(&bases, half..n, &d, half, half).expect("msm");
+            let t1 = t.elapsed();
+            if r > 0 {
+                two.push(t2);
+                one.push(t1);
+            }
+        }
+        println!(
+            "| {what} | {:.1} | {:.1} | {} |",
+            ms(median(two)),
+            ms(median(one)),
+            a == b
+        );
     }
     Ok(())
 }
