@@ -41,6 +41,16 @@ struct QueuedChunk {
     c: u32,
     windows: usize,
     per_window: usize,
+    /// The bucket lists (allocated on the sorting stream, read by the accumulation), held
+    /// until the next chunk's are queued.
+    lists: Option<BucketLists>,
+}
+
+/// A chunk's sorted bucket entries, bucket offsets and run starts, kept alive (not read).
+struct BucketLists {
+    _sorted: CudaSlice<u32>,
+    _offsets: CudaSlice<u32>,
+    _run_first: CudaSlice<u32>,
 }
 
 /// A curve group the MSM kernels are instantiated for.
@@ -424,47 +434,58 @@ impl GpuDevice {
             return Ok(acc); // no points: the range is empty (checked above)
         };
         let chunks = range.len().div_ceil(chunk);
-        let streams = if chunks > 1 {
-            [self.stream().clone(), self.msm_stream()?]
+        let prep = self.stream().clone();
+        let accumulate = if chunks > 1 {
+            self.msm_stream()?
         } else {
-            [self.stream().clone(), self.stream().clone()]
+            prep.clone()
         };
-        let mut queued = Vec::with_capacity(chunks);
+        let mut queued: Vec<QueuedChunk> = Vec::with_capacity(chunks);
         for k in 0..chunks {
             let (start, end) = (k * chunk, ((k + 1) * chunk).min(range.len()));
             let b = buf.view(range.start + start..range.start + end);
             let s = scalars.view(from + start..from + end);
-            let stream = &streams[k % 2];
-            if let Some(q) = self.msm_chunk_queue::<C>(stream, b, s)? {
-                queued.push((stream, q));
+            let q = self.msm_chunk_queue::<C>(&prep, &accumulate, b, s)?;
+            // The chunk before this one is accumulating: its bucket lists may go now. Their
+            // free waits (on the device stream) for that accumulation, which the next chunk's
+            // sort, queued after it, would wait for anyway; dropped any earlier, they would
+            // hold this chunk's sort behind it.
+            if let Some(before) = queued.last_mut() {
+                before.lists = None;
             }
+            queued.extend(q);
         }
-        for (stream, q) in queued {
-            acc += self.msm_chunk_finish::<C>(stream, q)?;
+        for q in queued {
+            acc += self.msm_chunk_finish::<C>(&accumulate, q)?;
         }
         Ok(acc)
     }
 
-    /// Queues one chunk's MSM on `stream` up to its per-window sums, which it returns
-    /// (`None` when every scalar is zero). Waits on `stream` (only) where the plan needs a
-    /// count from the device: the scalars' bit lengths, the number of bucket entries, and the
-    /// longest split bucket; the accumulation and everything after it are queued, not waited
-    /// for.
+    /// Queues one chunk's MSM up to its per-window sums, which it returns (`None` when every
+    /// scalar is zero): the scalars, the histogram and the bucket lists on `prep`, the
+    /// accumulation and the window sums on `accumulate` (the same stream or another of this
+    /// device; cudarc orders the bucket lists between them). Waits on `prep` (only) where
+    /// the plan needs a count from the device: the scalars' bit lengths, the number of bucket
+    /// entries, and the longest split bucket; nothing queued on `accumulate` is waited for.
+    /// The bucket lists come back in the result, to be dropped once a later chunk's lists are
+    /// queued (see [`GpuDevice::msm_chunked`]).
     fn msm_chunk_queue<C: MsmCurve>(
         &self,
-        stream: &Arc<CudaStream>,
+        prep: &Arc<CudaStream>,
+        accumulate: &Arc<CudaStream>,
         bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
         scalars: CudaView<'_, FrRaw>,
     ) -> Result<Option<QueuedChunk>> {
         let n = scalars.len();
         let n32 = n as u32;
-        let stream = stream.clone();
+        let stream = prep.clone();
         let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
         let profile = std::env::var_os("CUZK_MSM_PROFILE").is_some();
         let mut last = std::time::Instant::now();
         let mut mark = |phase: &str| {
             if profile {
                 let _ = stream.synchronize();
+                let _ = accumulate.synchronize();
                 eprintln!("msm {} n={n} {phase}: {:.2?}", C::NAME, last.elapsed());
                 last = std::time::Instant::now();
             }
@@ -473,11 +494,6 @@ impl GpuDevice {
             stream
                 .alloc_zeros::<u32>(len)
                 .map_err(self.drv("allocating MSM scratch"))
-        };
-        let alloc_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
-            // SAFETY: every element is written by the kernel that produces it before it is read.
-            unsafe { stream.alloc::<u64>(count * C::XYZZ_LIMBS) }
-                .map_err(self.drv("allocating MSM buckets"))
         };
 
         // 1. scalars to canonical integers, and the window plan from their bit lengths
@@ -632,6 +648,13 @@ impl GpuDevice {
         mark("runs");
 
         // 6. bucket sums: whole buckets straight from the runs, split ones from their pieces
+        // (from here on, everything on `accumulate`)
+        let stream = accumulate.clone();
+        let alloc_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
+            // SAFETY: every element is written by the kernel that produces it before it is read.
+            unsafe { stream.alloc::<u64>(count * C::XYZZ_LIMBS) }
+                .map_err(self.drv("allocating MSM buckets"))
+        };
         let alloc_zeroed_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
             stream
                 .alloc_zeros::<u64>(count * C::XYZZ_LIMBS)
@@ -658,7 +681,6 @@ impl GpuDevice {
         // Xyzz* buckets[nbuckets] zeroed, Xyzz* partial[2 * nruns] zeroed); sorted entries
         // index points < n; a thread writes buckets it holds wholly and its own two slots.
         unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
-        drop(sorted);
         mark("accumulate");
         let accumulate_kernel =
             |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX));
@@ -694,8 +716,6 @@ impl GpuDevice {
             unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_fix_store"))?;
         }
         drop(partial);
-        drop(offsets);
-        drop(run_first);
         mark("fix");
 
         // 7. weighted window sums per segment
@@ -738,11 +758,16 @@ impl GpuDevice {
             c,
             windows: nw as usize,
             per_window,
+            lists: Some(BucketLists {
+                _sorted: sorted,
+                _offsets: offsets,
+                _run_first: run_first,
+            }),
         }))
     }
 
-    /// Reads a queued chunk's window sums back (waiting for `stream`, the stream it was
-    /// queued on) and combines them with Horner's rule on the host.
+    /// Reads a queued chunk's window sums back (waiting for `stream`, the stream its window
+    /// sums were queued on) and combines them with Horner's rule on the host.
     fn msm_chunk_finish<C: MsmCurve>(
         &self,
         stream: &Arc<CudaStream>,

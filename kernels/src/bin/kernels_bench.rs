@@ -11,9 +11,9 @@
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Projective, Scalar};
-use group::Group;
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
 use cuzk_kernels::{DeviceBuffer, GpuDevice, NttKind};
+use group::Group;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -171,7 +171,9 @@ fn bench_chunked(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
             let t2 = t.elapsed();
             let t = Instant::now();
             b = dev.msm_chunked(&bases, 0..half, &d, 0, half).expect("msm")
-                + dev.msm_chunked(&bases, half..n, &d, half, half).expect("msm");
+                + dev
+                    .msm_chunked(&bases, half..n, &d, half, half)
+                    .expect("msm");
             let t1 = t.elapsed();
             if r > 0 {
                 two.push(t2);
