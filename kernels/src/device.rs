@@ -61,9 +61,6 @@ pub struct GpuDevice {
     pub(crate) ntt_tables: std::sync::OnceLock<crate::ntt::NttTables>,
     /// Page-locked buffers for small copies (shared with this device's side streams).
     pub(crate) bounce: BouncePool,
-    /// The second stream a chunked MSM alternates its chunks onto (created at the first
-    /// chunked MSM; see [`GpuDevice::msm_stream`]).
-    msm_stream: OnceLock<Arc<CudaStream>>,
 }
 
 impl fmt::Debug for GpuDevice {
@@ -77,19 +74,14 @@ impl fmt::Debug for GpuDevice {
     }
 }
 
-/// Configures the device's default memory pool, from which cudarc allocates
-/// (`cuMemAllocAsync`):
-/// - it keeps the memory freed into it instead of handing it back to the driver at every
-///   synchronisation (the default, release threshold 0): a partition allocates and frees
-///   gigabytes between phases that each end with a synchronisation, and with the default
-///   every phase maps its memory afresh. Kept memory is reused by this process's next
-///   allocations; the pool never holds more than the process's own peak;
-/// - an allocation on one stream never reuses memory whose free, queued on another stream,
-///   has not happened yet (`REUSE_ALLOW_INTERNAL_DEPENDENCIES` off): with it on, the driver
-///   may satisfy the allocation by making the allocating stream wait for the other, which
-///   serialises work meant to overlap (a chunked MSM's next chunk behind this one's
-///   accumulation). Memory already freed is still reused, from any stream.
-fn configure_pool(ctx: &Arc<CudaContext>) -> std::result::Result<(), DriverError> {
+/// Makes the device's default memory pool keep the memory freed into it instead of handing
+/// it back to the driver at every synchronisation (the default, release threshold 0).
+///
+/// cudarc allocates with `cuMemAllocAsync` from that pool, and a partition allocates and
+/// frees gigabytes between phases that each end with a synchronisation: with the default,
+/// every phase maps its memory afresh. Kept memory is reused by this process's next
+/// allocations; the pool never holds more than the process's own peak.
+fn keep_pool_memory(ctx: &Arc<CudaContext>) -> std::result::Result<(), DriverError> {
     if !ctx.has_async_alloc() {
         return Ok(()); // no pool: cudarc allocates synchronously
     }
@@ -105,17 +97,6 @@ fn configure_pool(ctx: &Arc<CudaContext>) -> std::result::Result<(), DriverError
             pool,
             sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
             (&mut threshold as *mut u64).cast(),
-        )
-    }
-    .result()?;
-    let mut off: i32 = 0;
-    // SAFETY: the reuse attributes take a pointer to an int, which lives across the call;
-    // `pool` is the same live pool.
-    unsafe {
-        sys::cuMemPoolSetAttribute(
-            pool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
-            (&mut off as *mut i32).cast(),
         )
     }
     .result()
@@ -171,7 +152,7 @@ impl GpuDevice {
         let (major, minor) = ctx
             .compute_capability()
             .map_err(drv("reading the compute capability"))?;
-        configure_pool(&ctx).map_err(drv("configuring the memory pool"))?;
+        keep_pool_memory(&ctx).map_err(drv("configuring the memory pool"))?;
         ctx.set_limit(
             sys::CUlimit::CU_LIMIT_STACK_SIZE,
             compile::KERNEL_STACK_BYTES,
@@ -195,7 +176,6 @@ impl GpuDevice {
                 .map(|m| (m.name, OnceLock::new()))
                 .collect(),
             ntt_tables: std::sync::OnceLock::new(),
-            msm_stream: OnceLock::new(),
         })
     }
 
@@ -276,29 +256,7 @@ impl GpuDevice {
                 .collect(),
             ntt_tables: std::sync::OnceLock::new(),
             bounce: self.bounce.clone(),
-            msm_stream: OnceLock::new(),
         })
-    }
-
-    /// The stream a chunked MSM queues every other chunk on, created at first use with the
-    /// device's highest priority: a chunk's bucket sort, queued while the previous chunk
-    /// accumulates on the other stream, gets the SMs the accumulation's blocks free first
-    /// (same device, same context: buffers are ordered by cudarc's event tracking, see
-    /// [`GpuDevice::side_stream`]).
-    pub(crate) fn msm_stream(&self) -> Result<Arc<CudaStream>> {
-        if let Some(s) = self.msm_stream.get() {
-            return Ok(s.clone());
-        }
-        self.ctx
-            .bind_to_thread()
-            .map_err(self.drv("binding the context"))?;
-        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
-            .map_err(self.drv("reading the stream priorities"))?;
-        let s = self
-            .ctx
-            .new_stream_with_priority(greatest)
-            .map_err(self.drv("creating the MSM's second stream"))?;
-        Ok(self.msm_stream.get_or_init(|| s).clone())
     }
 
     /// Waits until all queued work on the device's stream has finished.
@@ -410,25 +368,13 @@ impl GpuDevice {
         src: &S,
         op: &'static str,
     ) -> Result<Vec<R>> {
-        self.read_back_on(&self.stream, src, op)
-    }
-
-    /// [`GpuDevice::read_back`] after the work queued on `stream` (a stream of this device's
-    /// context), waiting for that stream only.
-    pub(crate) fn read_back_on<
-        R: cudarc::driver::DeviceRepr + Copy,
-        S: cudarc::driver::DevicePtr<R>,
-    >(
-        &self,
-        stream: &Arc<CudaStream>,
-        src: &S,
-        op: &'static str,
-    ) -> Result<Vec<R>> {
         if bounced(src.len() * std::mem::size_of::<R>()) {
-            self.bounce.read_back(stream, src).map_err(self.drv(op))
+            self.bounce
+                .read_back(&self.stream, src)
+                .map_err(self.drv(op))
         } else {
-            let v = stream.clone_dtoh(src).map_err(self.drv(op))?;
-            stream.synchronize().map_err(self.drv("synchronizing"))?;
+            let v = self.stream.clone_dtoh(src).map_err(self.drv(op))?;
+            self.synchronize()?;
             Ok(v)
         }
     }

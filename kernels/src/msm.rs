@@ -13,16 +13,14 @@
 //! equal to 1 land in, costs log depth), parallel running sums per window
 //! segment, a tree reduction per window, and a final Horner step over windows on the host
 //! with blstrs. Inputs of more than [`MAX_CHUNK`] points are processed in chunks whose
-//! results are added; consecutive chunks go on two streams, so one chunk's bucket sort runs
-//! while the previous one accumulates ([`GpuDevice::msm_chunked`]).
+//! results are added.
 
 use std::marker::PhantomData;
 use std::ops::Range;
-use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{CudaSlice, CudaStream, CudaView, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 use group::Group;
 
 use crate::compile::{KernelModule, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE};
@@ -32,26 +30,6 @@ use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
 
 /// Largest number of points one pipeline run handles; larger inputs are chunked.
 pub const MAX_CHUNK: usize = 1 << 26;
-
-/// One chunk's MSM queued up to its per-window sums ([`GpuDevice::msm_chunk_queue`]).
-struct QueuedChunk {
-    /// `windows * per_window` XYZZ sums, window-major, in Montgomery form.
-    level: CudaSlice<u64>,
-    /// Window width in bits.
-    c: u32,
-    windows: usize,
-    per_window: usize,
-    /// The bucket lists (allocated on the sorting stream, read by the accumulation), held
-    /// until the next chunk's are queued.
-    lists: Option<BucketLists>,
-}
-
-/// A chunk's sorted bucket entries, bucket offsets and run starts, kept alive (not read).
-struct BucketLists {
-    _sorted: CudaSlice<u32>,
-    _offsets: CudaSlice<u32>,
-    _run_first: CudaSlice<u32>,
-}
 
 /// A curve group the MSM kernels are instantiated for.
 pub trait MsmCurve: Send + Sync + 'static {
@@ -395,15 +373,9 @@ impl GpuDevice {
     }
 
     /// As [`GpuDevice::msm_at`], in chunks of at most `chunk` points (`chunk` >= 1; the
-    /// result does not depend on it). [`GpuDevice::msm_at`] uses [`MAX_CHUNK`]; smaller
-    /// chunks are for tests of the chunked path.
-    ///
-    /// Chunks alternate between the device's stream and a second one of the highest
-    /// priority ([`GpuDevice::msm_stream`]): chunk k + 1's scalars, histogram and bucket sort
-    /// (memory-bound) are queued while chunk k's accumulation (bound by the integer multiply
-    /// pipe) runs, and the windows of every chunk are read back at the end. Each chunk
-    /// allocates and frees its scratch on its own stream, so at most two chunks' scratch is
-    /// held at once ([`msm_scratch_bytes`]). Returns when every chunk's work has finished.
+    /// result does not depend on it), one after another on the device's stream.
+    /// [`GpuDevice::msm_at`] uses [`MAX_CHUNK`]; smaller chunks are for tests of the chunked
+    /// path.
     pub fn msm_chunked<C: MsmCurve>(
         &self,
         bases: &Bases<C>,
@@ -418,7 +390,7 @@ impl GpuDevice {
             .is_none_or(|end| end > scalars.len())
         {
             return Err(Error::Length {
-                op: "msm_chunked (scalars)",
+                op: "msm (scalars)",
                 expected: from.saturating_add(range.len()),
                 got: scalars.len(),
             });
@@ -433,59 +405,31 @@ impl GpuDevice {
         let Some(buf) = bases.buf.as_ref() else {
             return Ok(acc); // no points: the range is empty (checked above)
         };
-        let chunks = range.len().div_ceil(chunk);
-        let prep = self.stream().clone();
-        let accumulate = if chunks > 1 {
-            self.msm_stream()?
-        } else {
-            prep.clone()
-        };
-        let mut queued: Vec<QueuedChunk> = Vec::with_capacity(chunks);
-        for k in 0..chunks {
-            let (start, end) = (k * chunk, ((k + 1) * chunk).min(range.len()));
+        let mut start = 0;
+        while start < range.len() {
+            let end = (start + chunk).min(range.len());
             let b = buf.view(range.start + start..range.start + end);
             let s = scalars.view(from + start..from + end);
-            let q = self.msm_chunk_queue::<C>(&prep, &accumulate, b, s)?;
-            // The chunk before this one is accumulating: its bucket lists may go now. Their
-            // free waits (on the device stream) for that accumulation, which the next chunk's
-            // sort, queued after it, would wait for anyway; dropped any earlier, they would
-            // hold this chunk's sort behind it.
-            if let Some(before) = queued.last_mut() {
-                before.lists = None;
-            }
-            queued.extend(q);
-        }
-        for q in queued {
-            acc += self.msm_chunk_finish::<C>(&accumulate, q)?;
+            acc += self.msm_chunk::<C>(b, s)?;
+            start = end;
         }
         Ok(acc)
     }
 
-    /// Queues one chunk's MSM up to its per-window sums, which it returns (`None` when every
-    /// scalar is zero): the scalars, the histogram and the bucket lists on `prep`, the
-    /// accumulation and the window sums on `accumulate` (the same stream or another of this
-    /// device; cudarc orders the bucket lists between them). Waits on `prep` (only) where
-    /// the plan needs a count from the device: the scalars' bit lengths, the number of bucket
-    /// entries, and the longest split bucket; nothing queued on `accumulate` is waited for.
-    /// The bucket lists come back in the result, to be dropped once a later chunk's lists are
-    /// queued (see [`GpuDevice::msm_chunked`]).
-    fn msm_chunk_queue<C: MsmCurve>(
+    fn msm_chunk<C: MsmCurve>(
         &self,
-        prep: &Arc<CudaStream>,
-        accumulate: &Arc<CudaStream>,
         bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
         scalars: CudaView<'_, FrRaw>,
-    ) -> Result<Option<QueuedChunk>> {
+    ) -> Result<C::Projective> {
         let n = scalars.len();
         let n32 = n as u32;
-        let stream = prep.clone();
+        let stream = self.stream().clone();
         let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
         let profile = std::env::var_os("CUZK_MSM_PROFILE").is_some();
         let mut last = std::time::Instant::now();
         let mut mark = |phase: &str| {
             if profile {
                 let _ = stream.synchronize();
-                let _ = accumulate.synchronize();
                 eprintln!("msm {} n={n} {phase}: {:.2?}", C::NAME, last.elapsed());
                 last = std::time::Instant::now();
             }
@@ -494,6 +438,11 @@ impl GpuDevice {
             stream
                 .alloc_zeros::<u32>(len)
                 .map_err(self.drv("allocating MSM scratch"))
+        };
+        let alloc_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
+            // SAFETY: every element is written by the kernel that produces it before it is read.
+            unsafe { stream.alloc::<u64>(count * C::XYZZ_LIMBS) }
+                .map_err(self.drv("allocating MSM buckets"))
         };
 
         // 1. scalars to canonical integers, and the window plan from their bit lengths
@@ -506,9 +455,9 @@ impl GpuDevice {
         l.arg(&scalars).arg(&mut canon).arg(&n32).arg(&mut bit_hist);
         // SAFETY: (const Fr* in, Fr* out, u32 n, u32* hist[257] zeroed), in and out of length n.
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
-        let bit_hist = self.read_back_on(&stream, &bit_hist, "reading the scalars' bit lengths")?;
+        let bit_hist = self.read_back(&bit_hist, "reading the scalars' bit lengths")?;
         let Some(WindowPlan { c, windows: nw }) = WindowPlan::choose(&bit_hist, n) else {
-            return Ok(None); // every scalar is zero
+            return Ok(C::Projective::identity()); // every scalar is zero
         };
         let nb = 1usize << (c - 1);
         let nbuckets = nw as usize * nb;
@@ -530,10 +479,9 @@ impl GpuDevice {
         // 3. offsets (and cursors for the scatter)
         let mut offsets = alloc_u32(nbuckets + 1)?;
         let mut cursor = alloc_u32(nbuckets)?;
-        self.exclusive_scan::<C>(&stream, &counts, nbuckets, &mut offsets, Some(&mut cursor))?;
+        self.exclusive_scan::<C>(&counts, nbuckets, &mut offsets, Some(&mut cursor))?;
         drop(counts);
-        let entries = self.read_back_on(
-            &stream,
+        let entries = self.read_back(
             &offsets.slice(nbuckets..nbuckets + 1),
             "reading the MSM entry count",
         )?;
@@ -641,20 +589,12 @@ impl GpuDevice {
         // u32* longest[1], zeroed); the runs a bucket writes start below offsets[nbuckets] =
         // entries, so their indices are < ceil(entries / k) = nruns.
         unsafe { l.launch(cfg(nbuckets, 256)) }.map_err(self.drv("launching msm_run_first"))?;
-        let longest =
-            self.read_back_on(&stream, &longest, "reading the MSM's longest split bucket")?;
+        let longest = self.read_back(&longest, "reading the MSM's longest split bucket")?;
         // rounds of the pairwise sum: ceil(log2(most pieces)), 0 when no bucket was split
         let rounds = longest[0].max(1).next_power_of_two().trailing_zeros();
         mark("runs");
 
         // 6. bucket sums: whole buckets straight from the runs, split ones from their pieces
-        // (from here on, everything on `accumulate`)
-        let stream = accumulate.clone();
-        let alloc_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
-            // SAFETY: every element is written by the kernel that produces it before it is read.
-            unsafe { stream.alloc::<u64>(count * C::XYZZ_LIMBS) }
-                .map_err(self.drv("allocating MSM buckets"))
-        };
         let alloc_zeroed_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
             stream
                 .alloc_zeros::<u64>(count * C::XYZZ_LIMBS)
@@ -681,6 +621,7 @@ impl GpuDevice {
         // Xyzz* buckets[nbuckets] zeroed, Xyzz* partial[2 * nruns] zeroed); sorted entries
         // index points < n; a thread writes buckets it holds wholly and its own two slots.
         unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
+        drop(sorted);
         mark("accumulate");
         let accumulate_kernel =
             |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX));
@@ -716,6 +657,8 @@ impl GpuDevice {
             unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_fix_store"))?;
         }
         drop(partial);
+        drop(offsets);
+        drop(run_first);
         mark("fix");
 
         // 7. weighted window sums per segment
@@ -753,50 +696,33 @@ impl GpuDevice {
             per_window /= group;
         }
         mark("reduce");
-        Ok(Some(QueuedChunk {
-            level,
-            c,
-            windows: nw as usize,
-            per_window,
-            lists: Some(BucketLists {
-                _sorted: sorted,
-                _offsets: offsets,
-                _run_first: run_first,
-            }),
-        }))
-    }
 
-    /// Reads a queued chunk's window sums back (waiting for `stream`, the stream its window
-    /// sums were queued on) and combines them with Horner's rule on the host.
-    fn msm_chunk_finish<C: MsmCurve>(
-        &self,
-        stream: &Arc<CudaStream>,
-        q: QueuedChunk,
-    ) -> Result<C::Projective> {
-        let limbs = self.read_back_on(stream, &q.level, "copying MSM windows to the host")?;
+        // 9. host: finish each window and combine with Horner's rule
+        let limbs = self.read_back(&level, "copying MSM windows to the host")?;
         let mut acc = C::Projective::identity();
-        for w in (0..q.windows).rev() {
-            for _ in 0..q.c {
+        for w in (0..nw as usize).rev() {
+            for _ in 0..c {
                 acc = acc.double();
             }
-            for j in 0..q.per_window {
-                let at = (w * q.per_window + j) * C::XYZZ_LIMBS;
+            for j in 0..per_window {
+                let at = (w * per_window + j) * C::XYZZ_LIMBS;
                 acc += C::from_xyzz(&limbs[at..at + C::XYZZ_LIMBS]);
             }
         }
+        mark("host");
         Ok(acc)
     }
 
     /// Exclusive prefix sum of `counts[..len]` into `offsets[..=len]` (and `cursor[..len]`).
     fn exclusive_scan<C: MsmCurve>(
         &self,
-        stream: &Arc<CudaStream>,
         counts: &CudaSlice<u32>,
         len: usize,
         offsets: &mut CudaSlice<u32>,
         cursor: Option<&mut CudaSlice<u32>>,
     ) -> Result<()> {
         const PER_BLOCK: usize = 8192;
+        let stream = self.stream();
         let sums_f = self.function(&C::MODULE, &format!("msm_block_sums{}", C::SUFFIX))?;
         let scan_f = self.function(&C::MODULE, &format!("msm_scan{}", C::SUFFIX))?;
         let blocks = len.div_ceil(PER_BLOCK).max(1);
@@ -846,19 +772,11 @@ impl GpuDevice {
 }
 
 /// An upper bound, in bytes, on the device memory one MSM of `n` points over curve `C`
-/// allocates besides its bases and scalars ([`GpuDevice::msm_at`], chunks of
-/// [`MAX_CHUNK`]): the sum of every scratch buffer of one chunk of `min(n, MAX_CHUNK)`
-/// points (the peak is lower: buffers are freed between steps), twice that when `n` is
-/// chunked, since the next chunk's buffers are allocated while this one accumulates (never
-/// more than two chunks: a chunk's stream is the one of the chunk two before it).
+/// allocates besides its bases and scalars: the sum of every scratch buffer of one chunk of
+/// `min(n, MAX_CHUNK)` points (the peak is lower: buffers are freed between steps). Chunks
+/// run one after another, so larger `n` needs no more.
 pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
-    let chunks = if n > MAX_CHUNK { 2 } else { 1 };
-    chunks * chunk_scratch_bytes::<C>(n.min(MAX_CHUNK))
-}
-
-/// The scratch bound of one chunk of `n` points.
-fn chunk_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
-    let n = n as u64;
+    let n = n.min(MAX_CHUNK) as u64;
     if n == 0 {
         return 0;
     }
@@ -915,14 +833,10 @@ mod tests {
             assert!(g1 >= floor, "n=2^{log}: {g1} < {floor}");
             assert!(g2 > g1);
         }
-        // chunked: two chunks at once, never more
-        assert_eq!(
-            msm_scratch_bytes::<G1>(MAX_CHUNK + 1),
-            2 * msm_scratch_bytes::<G1>(MAX_CHUNK)
-        );
+        // chunked: no more than one chunk
         assert_eq!(
             msm_scratch_bytes::<G1>(3 * MAX_CHUNK),
-            2 * msm_scratch_bytes::<G1>(MAX_CHUNK)
+            msm_scratch_bytes::<G1>(MAX_CHUNK)
         );
         // about 9 GiB for a 2^26 G1 chunk: sanity of the units
         let gib = msm_scratch_bytes::<G1>(1 << 26) as f64 / (1u64 << 30) as f64;

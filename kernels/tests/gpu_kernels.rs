@@ -697,14 +697,12 @@ fn batch_affine_probe_sums_match_blstrs() {
     }
 }
 
-/// The chunked path (chunks alternating between two streams, the next chunk's bucket sort
-/// queued while this one accumulates) against blstrs, with chunk sizes that leave a short
-/// last chunk, an odd and an even number of chunks (a chunk's stream reused by the chunk
-/// two after it), a chunk whose scalars are all zero (nothing queued for it), and an offset
-/// into a longer scalar buffer; G1 and G2.
+/// The chunked path (inputs over `MAX_CHUNK` points, such as a 32 GiB partition's H, L, A
+/// and B MSMs) against blstrs, at chunk sizes that leave a short last chunk or none, with a
+/// chunk whose scalars are all zero, and an offset into a longer scalar buffer; G1 and G2.
 #[test]
 #[ignore = "needs a CUDA device"]
-fn msm_chunked_on_two_streams_matches_blstrs() {
+fn msm_chunked_matches_blstrs() {
     let dev = device();
     let seed = seed();
     println!("seed {seed}");

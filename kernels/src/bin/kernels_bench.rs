@@ -10,10 +10,9 @@
 
 use std::time::{Duration, Instant};
 
-use blstrs::{G1Projective, Scalar};
+use blstrs::Scalar;
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
 use cuzk_kernels::{DeviceBuffer, GpuDevice, NttKind};
-use group::Group;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -136,15 +135,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// A G1 MSM of 2^27 points (a partition's H MSM: two chunks of `msm::MAX_CHUNK`),
-/// random and witness-shaped scalars, as [`GpuDevice::msm_g1_device`] runs it (the second
-/// chunk's bucket sort on a second stream during the first one's accumulation) against the
-/// same two chunks one after the other on one stream (two single-chunk calls, as every
-/// chunked MSM ran before), alternated in one run. Only with `--only chunked` (about 40 GiB
-/// of device memory).
+/// A G1 MSM of 2^27 points (a partition's H MSM, in two chunks of `msm::MAX_CHUNK`) over
+/// random and witness-shaped scalars, bases and scalars on the device. Only with `--only
+/// chunked` (about 25 GiB of device memory, 15 GiB of host memory).
 fn bench_chunked(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
     let n = 1usize << 27;
-    let half = n / 2;
     let uniq = g1_points(2, 1 << 22);
     let mut pts = Vec::with_capacity(n);
     while pts.len() < n {
@@ -153,39 +148,18 @@ fn bench_chunked(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
     let bases = dev.upload_g1_bases(&pts)?;
     drop(pts);
     println!("\n## G1 MSM 2^27, two chunks of 2^26 (bases and scalars on the device)");
-    println!("| scalars | two streams ms | one stream, in turn ms | results equal |");
-    println!("|---|---|---|---|");
+    println!("| scalars | cuzk ms |");
+    println!("|---|---|");
     for (what, sc) in [
         ("random", scalars(3, n)),
         ("Filecoin-shaped", filecoin_scalars(7, n)),
     ] {
         let d = dev.upload(&sc)?;
         drop(sc);
-        let mut two = Vec::new();
-        let mut one = Vec::new();
-        let (mut a, mut b) = (G1Projective::identity(), G1Projective::identity());
-        // warm-up of both, then alternated
-        for r in 0..=runs.min(3) {
-            let t = Instant::now();
-            a = dev.msm_g1_device(&bases, 0..n, &d).expect("msm");
-            let t2 = t.elapsed();
-            let t = Instant::now();
-            b = dev.msm_chunked(&bases, 0..half, &d, 0, half).expect("msm")
-                + dev
-                    .msm_chunked(&bases, half..n, &d, half, half)
-                    .expect("msm");
-            let t1 = t.elapsed();
-            if r > 0 {
-                two.push(t2);
-                one.push(t1);
-            }
-        }
-        println!(
-            "| {what} | {:.1} | {:.1} | {} |",
-            ms(median(two)),
-            ms(median(one)),
-            a == b
-        );
+        let t = time(runs.min(3), || {
+            dev.msm_g1_device(&bases, 0..n, &d).expect("msm");
+        });
+        println!("| {what} | {:.1} |", ms(t));
     }
     Ok(())
 }
