@@ -20,6 +20,12 @@
 //   so w_{2^t}^low = w28^(low * 2^(28 - t)) is one product of two entries, and a later
 //   stage's twiddle one more product (a pass with s + k > NTT_STAGE_BITS: about one product
 //   an element).
+// Coset transforms (ct != null): evaluating at g * w^i absorbs the input factors g^e of a
+// DIT network on bit-reversed input, and the output factors g^e of a DIF network on natural
+// input, into the twiddles: every twiddle of stage t (of logn) times ct[t] = g^(2^(logn - t))
+// (stage 1's becomes g^(n/2), no longer 1). The host passes a coset stage table (the stage
+// table's entries times ct[t]) as `stage`; the first pass reads its twiddles from it too, and
+// the last (non-tabled) pass multiplies its per-column factors by ct[t].
 // Shared memory holds Fr as two arrays of 16-byte halves (lo, hi), so a quarter warp
 // reading consecutive elements touches 128 consecutive bytes; the data array is padded by
 // one slot per 8 (pad()) against bank conflicts in the early stages.
@@ -118,9 +124,11 @@ extern "C" __global__ void ntt_bitrev_tiled(Fr* __restrict__ a, u32 logn) {
     if (mid != rmid) st_vec(a + i0, t1.get(src));
 }
 
-// One radix-2 stage i (span 2^i) of a pass, DIT or DIF, then a barrier.
+// One radix-2 stage i (span 2^i) of a pass, DIT or DIF, then a barrier. `one`: the stage is
+// stage 1 of a plain transform (s == 0, i == 0), whose twiddle is 1.
 template <bool DIF>
-DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i, u32 tid, u32 nthr, u32 nb) {
+DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i, u32 tid, u32 nthr, u32 nb,
+                     bool one) {
     const u32 h = 1u << i;
     for (u32 b = tid; b < (nb >> 1); b += nthr) {
         const u32 col = b >> (k - 1);
@@ -130,7 +138,7 @@ DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i,
         const u32 tb = s == 0 ? 0u : col << k;
         Fr x0 = buf.get(pad(j0));
         Fr x1 = buf.get(pad(j0 + h));
-        if (s == 0 && i == 0) {
+        if (one) {
             if (DIF) butterfly1_dif(x0, x1);
             else butterfly1(x0, x1);
         } else {
@@ -144,10 +152,12 @@ DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i,
 }
 
 // DIF: the transposed pass (ntt_pass_dif), stages in reverse order.
+// ct: null for a plain transform; for a coset one, ct[t] (1 <= t <= logn) multiplies every
+// twiddle of stage t, and `stage` is the matching coset stage table (see the top).
 template <bool DIF>
 DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const Fr* __restrict__ small,
                         const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi,
-                        const Fr* __restrict__ stage) {
+                        const Fr* __restrict__ stage, const Fr* __restrict__ ct) {
     extern __shared__ uint4 sm[];
     const u32 cols = 1u << c;
     const u32 nb = 1u << (k + c);
@@ -162,6 +172,7 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
     const u32 kmask = (1u << k) - 1;
     // a strided pass whose stages all lie in the stage table reads its twiddles from it
     const bool tabled = s != 0 && s + k <= NTT_STAGE_BITS;
+    const bool coset = ct != nullptr;
 
     // 1. load the block's columns: column col, element j at smem pad((col << k) + j)
     size_t base = 0;
@@ -187,8 +198,9 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
             const u32 col = e / k;
             const u32 i = e - col * k;
             const u32 x = (low0 + col) << (28 - (s + i + 1));
-            wl.set(col * NTT_MAX_K + i,
-                   root_hi[x >> NTT_ROOT_BITS] * root_lo[x & ((1u << NTT_ROOT_BITS) - 1)]);
+            Fr v = root_hi[x >> NTT_ROOT_BITS] * root_lo[x & ((1u << NTT_ROOT_BITS) - 1)];
+            if (coset) v = v * ld_vec(ct + s + i + 1);
+            wl.set(col * NTT_MAX_K + i, v);
         }
         __syncthreads();
     }
@@ -202,6 +214,9 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
         if (tabled) {
             // w_{2^t}^(low + j' 2^s) with t = s + i + 1
             w = ld_vec(stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
+        } else if (s == 0 && coset) {
+            // the coset table's entry 2^i + j' (the stage table's layout)
+            w = ld_vec(stage + r);
         } else {
             w = small[jp << (NTT_MAX_K - 1 - i)];
             if (s != 0) w = w * wl.get((e >> k) * NTT_MAX_K + i);
@@ -214,7 +229,8 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
     // DIT: i = 0, 2, ... then the radix-2 step last; DIF: the radix-2 step first (top
     // stage), then i = k - 2 (or k - 3), ..., 0, each step's stages in reverse.
     int i = DIF ? (int)k - 2 - (int)(k & 1) : 0;
-    if (DIF && (k & 1)) ntt_radix2<true>(buf, tw, s, k, k - 1, tid, nthr, nb);
+    // k == 1 happens only for a 2-point transform (its only stage is stage 1)
+    if (DIF && (k & 1)) ntt_radix2<true>(buf, tw, s, k, k - 1, tid, nthr, nb, s == 0 && k == 1 && !coset);
     for (; DIF ? i >= 0 : i + 1 < (int)k; i += DIF ? -2 : 2) {
         const u32 h = 1u << i;
         for (u32 q = tid; q < (nb >> 2); q += nthr) {
@@ -227,21 +243,25 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
             Fr x1 = buf.get(pad(j0 + h));
             Fr x2 = buf.get(pad(j0 + 2 * h));
             Fr x3 = buf.get(pad(j0 + 3 * h));
-            // stage 1 of the transform (s == 0, i == 0) has twiddle 1
-            const bool one = s == 0 && i == 0;
+            // stages 1 and 2 of the transform (s == 0, i == 0, so jp == 0): stage 1's twiddle
+            // is 1, and so is the first of stage 2's two (w_4^0): one product for four
+            // elements instead of four
+            const bool one = s == 0 && i == 0 && !coset;
             if (!DIF) {
                 if (one) {
                     butterfly1(x0, x1);
                     butterfly1(x2, x3);
+                    butterfly1(x0, x2);
                 } else {
                     const Fr t1 = tw.get(tb + h + jp);
                     butterfly(x0, x1, t1);
                     butterfly(x2, x3, t1);
+                    butterfly(x0, x2, tw.get(tb + 2 * h + jp));
                 }
-                butterfly(x0, x2, tw.get(tb + 2 * h + jp));
                 butterfly(x1, x3, tw.get(tb + 3 * h + jp));
             } else {
-                butterfly_dif(x0, x2, tw.get(tb + 2 * h + jp));
+                if (one) butterfly1_dif(x0, x2);
+                else butterfly_dif(x0, x2, tw.get(tb + 2 * h + jp));
                 butterfly_dif(x1, x3, tw.get(tb + 3 * h + jp));
                 if (one) {
                     butterfly1_dif(x0, x1);
@@ -259,7 +279,7 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
         }
         __syncthreads();
     }
-    if (!DIF && (k & 1)) ntt_radix2<false>(buf, tw, s, k, k - 1, tid, nthr, nb);
+    if (!DIF && (k & 1)) ntt_radix2<false>(buf, tw, s, k, k - 1, tid, nthr, nb, s == 0 && k == 1 && !coset);
 
     // 4. store where the block read
     if (s == 0) {
@@ -279,15 +299,28 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
 // Needs c <= s for s > 0 and c <= logn - k for s == 0.
 extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
                                     const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
-                                    const Fr* __restrict__ root_hi, const Fr* __restrict__ stage) {
-    ntt_pass_body<false>(a, logn, s, k, c, small, root_lo, root_hi, stage);
+                                    const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
+                                    const Fr* __restrict__ ct) {
+    ntt_pass_body<false>(a, logn, s, k, c, small, root_lo, root_hi, stage, ct);
 }
 
 // The same launch shape and shared memory as ntt_pass; the host runs the passes in reverse.
 extern "C" __global__ void ntt_pass_dif(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
                                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
-                                        const Fr* __restrict__ root_hi, const Fr* __restrict__ stage) {
-    ntt_pass_body<true>(a, logn, s, k, c, small, root_lo, root_hi, stage);
+                                        const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
+                                        const Fr* __restrict__ ct) {
+    ntt_pass_body<true>(a, logn, s, k, c, small, root_lo, root_hi, stage, ct);
+}
+
+// A coset stage table from the plain one (ntt.rs, CosetTables): out[e] = stage[e] * ct[t] for
+// the entries 2^(t-1) <= e < 2^t of stage t, out[0] = stage[0]; e < n <= 2^NTT_STAGE_BITS.
+extern "C" __global__ void ntt_coset_table(const Fr* __restrict__ stage, const Fr* __restrict__ ct,
+                                           Fr* __restrict__ out, u32 n) {
+    const u32 e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n) return;
+    Fr v = ld_vec(stage + e);
+    if (e != 0) v = v * ld_vec(ct + (32 - __clz(e)));
+    st_vec(out + e, v);
 }
 
 // a[i] *= scale * g^e with e = i, or e = bitrev(i) over `rev` bits when rev > 0 (data in
@@ -349,6 +382,14 @@ extern "C" __global__ void fr_mul_sub(Fr* __restrict__ a, const Fr* __restrict__
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     st_vec(a + i, ld_vec(a + i) * ld_vec(b + i) - ld_vec(c + i));
+}
+
+// a[i] = a[i] * b[i] - c[i] * f (the H polynomial's A*B - m C, see ntt.rs).
+extern "C" __global__ void fr_mul_sub_scaled(Fr* __restrict__ a, const Fr* __restrict__ b,
+                                             const Fr* __restrict__ c, u32 n, Fr f) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    st_vec(a + i, ld_vec(a + i) * ld_vec(b + i) - ld_vec(c + i) * f);
 }
 
 extern "C" __global__ void fr_add_assign(Fr* __restrict__ a, const Fr* __restrict__ b, u32 n) {

@@ -53,6 +53,12 @@ pub const TABLES_BYTES: u64 = {
     (root + coset + stage + small) * fr
 };
 
+/// Device memory the coset tables take during one [`GpuDevice::h_polynomial_scaled`], in
+/// bytes (a coset stage table of each direction and their stage multipliers, built on the
+/// device at the start of the call and freed at its end).
+pub const COSET_TABLES_BYTES: u64 =
+    2 * ((1u64 << STAGE_BITS) + MAX_LOG_SIZE as u64 + 1) * std::mem::size_of::<FrRaw>() as u64;
+
 /// Which transform to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NttKind {
@@ -82,6 +88,44 @@ pub(crate) struct NttTables {
     g_hi: CudaSlice<FrRaw>,
     ginv_lo: CudaSlice<FrRaw>,
     ginv_hi: CudaSlice<FrRaw>,
+}
+
+/// The twiddles of a coset transform of 2^L points with generator `gamma` (g forward, g^-1
+/// inverse; see ntt.cu): every twiddle of stage t times `ct[t] = gamma^(2^(L - t))`.
+/// Built on the device for one call ([`GpuDevice::coset_tables`]).
+pub(crate) struct CosetTables {
+    /// `[2^(t-1) + x] = w_{2^t}^x * ct[t]` for 1 <= t <= min(L, STAGE_BITS), x < 2^(t-1).
+    stage: CudaSlice<FrRaw>,
+    /// `ct[t]` for 0 <= t <= MAX_LOG_SIZE (one beyond L).
+    ct: CudaSlice<FrRaw>,
+}
+
+/// The stage multipliers `ct[t] = gamma^(2^(log_n - t))` for t <= log_n, one beyond.
+fn coset_multipliers(gamma: Scalar, log_n: u32) -> Vec<Scalar> {
+    let mut ct = vec![Scalar::ONE; MAX_LOG_SIZE as usize + 1];
+    let mut x = gamma; // gamma^(2^(log_n - t)) for t = log_n, log_n - 1, ...
+    for t in (1..=log_n as usize).rev() {
+        ct[t] = x;
+        x = x.square();
+    }
+    ct
+}
+
+/// The coset stage table: [`stage_table`] of root `w` (the 2^STAGE_BITS-th root or its
+/// inverse), each stage t's entries times `ct[t]`, cut to the stages of a 2^log_n transform:
+/// what `ntt_coset_table` builds on the device (the host model of the tests).
+#[cfg(test)]
+fn coset_stage_table(w: Scalar, ct: &[Scalar], log_n: u32) -> Vec<Scalar> {
+    let stages = log_n.min(STAGE_BITS);
+    let mut t = stage_table(w);
+    t.truncate(1 << stages);
+    for stage in 1..=stages {
+        let from = 1usize << (stage - 1);
+        for e in &mut t[from..2 * from] {
+            *e *= ct[stage as usize];
+        }
+    }
+    t
 }
 
 /// `[w^i for i in 0..len]`.
@@ -296,9 +340,91 @@ impl GpuDevice {
         let log_n = check_ntt_len(data.len())?;
         let cols = cols_log();
         let minv = scalar_raw(&invert(Scalar::from(data.len() as u64)));
-        self.ntt_core(data, log_n, true, cols, Order::NaturalToBitrev)?;
+        self.ntt_core(data, log_n, true, cols, Order::NaturalToBitrev, None)?;
         self.distribute_powers(data, false, minv, log_n)?;
-        self.ntt_core(data, log_n, false, cols, Order::BitrevToNatural)
+        self.ntt_core(data, log_n, false, cols, Order::BitrevToNatural, None)
+    }
+
+    /// Groth16's H polynomial with bellperson's conventions, up to a constant factor that it
+    /// returns: given the evaluations of A, B and C on the domain (`a`, `b`, `c`, each zero
+    /// padded to the same m = 2^k, 1 <= k <= 28), replaces `a` by h' with
+    /// `kappa * h'_i = h_i`, where h holds the coefficients of (A B - C) / Z that bellperson's
+    /// `ifft`, `coset_fft`, `mul_assign`, `sub_assign`, `divide_by_z_on_coset` and `icoset_fft`
+    /// give. `b` and `c` are overwritten. The H query's MSM over h' times kappa is the MSM over
+    /// h.
+    ///
+    /// How: each of a, b, c goes through the inverse transform unscaled (the DIF network,
+    /// bit-reversed order out) and a coset transform that reads that order (DIT) with the
+    /// coset factors g^e in its twiddles (see ntt.cu): m times its coset evaluations, with no
+    /// pass of its own for the factors or 1/m. Then `a = a b - m c` (m^2 (A B - C) on the
+    /// coset) in one pass, the inverse coset transform unscaled (DIF, the factors g^-e in its
+    /// twiddles) and one bit reversal. Every constant (1/m four times, 1/Z) is left to kappa
+    /// = 1 / (m^3 (g^m - 1)): one scalar multiplication of the MSM's result instead of a pass
+    /// over the data.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = a.len()))]
+    pub fn h_polynomial_scaled(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &mut DeviceBuffer<Scalar>,
+        c: &mut DeviceBuffer<Scalar>,
+    ) -> Result<Scalar> {
+        self.h_polynomial_scaled_with_columns(a, b, c, cols_log())
+    }
+
+    /// As [`GpuDevice::h_polynomial_scaled`] with 2^`cols` columns a block in each pass
+    /// (`cols` <= 2; the result does not depend on it).
+    pub fn h_polynomial_scaled_with_columns(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &mut DeviceBuffer<Scalar>,
+        c: &mut DeviceBuffer<Scalar>,
+        cols: u32,
+    ) -> Result<Scalar> {
+        if cols > 2 {
+            return Err(Error::Unsupported {
+                op: "h_polynomial",
+                detail: format!("2^{cols} columns a block (at most 2^2)"),
+            });
+        }
+        let log_n = check_ntt_len(a.len())?;
+        check_len("h_polynomial (b)", a.len(), b.len())?;
+        check_len("h_polynomial (c)", a.len(), c.len())?;
+        let fwd = self.coset_tables(log_n, false)?;
+        let inv = self.coset_tables(log_n, true)?;
+        for v in [&mut *a, &mut *b, &mut *c] {
+            self.ntt_core(v, log_n, true, cols, Order::NaturalToBitrev, None)?;
+            self.ntt_core(v, log_n, false, cols, Order::BitrevToNatural, Some(&fwd))?;
+        }
+        let m = Scalar::from(a.len() as u64);
+        self.fr_mul_sub_scaled(a, b, c, m)?;
+        self.ntt_core(a, log_n, true, cols, Order::NaturalToBitrev, Some(&inv))?;
+        self.bit_reverse(a, log_n)?;
+        Ok(coset_z_inverse(log_n) * invert(m * m * m))
+    }
+
+    /// The coset tables of a 2^log_n transform in one direction ([`CosetTables`]): the stage
+    /// multipliers from the host (log_n squarings), the table from the plain stage table on
+    /// the device (2^min(log_n, 18) products).
+    fn coset_tables(&self, log_n: u32, inverse: bool) -> Result<CosetTables> {
+        let t = self.ntt_tables()?;
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let (plain, gamma) = if inverse {
+            (&t.inv_stage, invert(g))
+        } else {
+            (&t.fwd_stage, g)
+        };
+        let ct = self.upload(&coset_multipliers(gamma, log_n))?.inner;
+        let len = 1usize << log_n.min(STAGE_BITS);
+        let mut stage = self.alloc_uninit::<Scalar>(len)?.inner;
+        let f = self.function(&NTT, "ntt_coset_table")?;
+        let n = len as u32;
+        let mut b = self.stream().launch_builder(&f);
+        b.arg(plain).arg(&ct).arg(&mut stage).arg(&n);
+        // SAFETY: ntt_coset_table(const Fr* stage[2^18], const Fr* ct[29], Fr* out[n], u32 n)
+        // with n = 2^min(log_n, 18): reads stage[e] and ct[t] for e < n, t = bit length of e
+        // <= 18 < 29, and writes every out[e], e < n (so the uninitialised buffer is filled).
+        unsafe { b.launch(grid(len, 256)) }.map_err(self.drv("launching ntt_coset_table"))?;
+        Ok(CosetTables { stage, ct })
     }
 
     fn ntt_full(
@@ -320,7 +446,14 @@ impl GpuDevice {
         if kind == NttKind::CosetForward {
             self.distribute_powers(data, false, raw, 0)?;
         }
-        self.ntt_core(data, log_n, inverse, cols_log, Order::NaturalToNatural)?;
+        self.ntt_core(
+            data,
+            log_n,
+            inverse,
+            cols_log,
+            Order::NaturalToNatural,
+            None,
+        )?;
         let minv = scalar_raw(&(invert(Scalar::from(data.len() as u64)) * scale));
         match kind {
             NttKind::Forward if scale != Scalar::ONE => self.fr_scale_raw(data, raw)?,
@@ -331,6 +464,9 @@ impl GpuDevice {
         Ok(())
     }
 
+    /// The passes of one transform in `order`; `coset` (the tables of this size and
+    /// direction) makes it a coset transform with unscaled output: input factors g^e for
+    /// the DIT network, output factors g^-e for the DIF one (see ntt.cu).
     fn ntt_core(
         &self,
         data: &mut DeviceBuffer<Scalar>,
@@ -338,13 +474,16 @@ impl GpuDevice {
         inverse: bool,
         cols_log: u32,
         order: Order,
+        coset: Option<&CosetTables>,
     ) -> Result<()> {
         let t = self.ntt_tables()?;
-        let (small, root_lo, root_hi, stage) = if inverse {
+        let (small, root_lo, root_hi, plain_stage) = if inverse {
             (&t.inv_small, &t.inv_root_lo, &t.inv_root_hi, &t.inv_stage)
         } else {
             (&t.fwd_small, &t.fwd_root_lo, &t.fwd_root_hi, &t.fwd_stage)
         };
+        let stage = coset.map_or(plain_stage, |c| &c.stage);
+        let null: u64 = 0;
         // CUZK_NTT_PROFILE=1 prints the time of each kernel (synchronising after each)
         let profile = std::env::var_os("CUZK_NTT_PROFILE").is_some();
         let mut last = std::time::Instant::now();
@@ -390,12 +529,19 @@ impl GpuDevice {
                 .arg(root_lo)
                 .arg(root_hi)
                 .arg(stage);
+            match coset {
+                Some(c) => b.arg(&c.ct),
+                None => b.arg(&null),
+            };
             // SAFETY: ntt_pass and ntt_pass_dif(Fr*, u32 logn, u32 s, u32 k, u32 c, const Fr* small[256],
-            // const Fr* root_lo[2^14], const Fr* root_hi[2^14], const Fr* stage[2^18]) with
-            // s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0), 2^(log_n-k-c)
-            // blocks and the dynamic shared memory of Pass::shared_bytes touches data indices
-            // < 2^log_n = data.len(), root indices < 2^14 (exponents < 2^28) and, only when
-            // s + k <= 18, stage indices 2^(s+i) + low + j' 2^s < 2^(s+k) <= 2^18.
+            // const Fr* root_lo[2^14], const Fr* root_hi[2^14], const Fr* stage, const Fr* ct)
+            // with s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0),
+            // 2^(log_n-k-c) blocks and the dynamic shared memory of Pass::shared_bytes touches
+            // data indices < 2^log_n = data.len(), root indices < 2^14 (exponents < 2^28),
+            // stage indices 2^(s+i) + low + j' 2^s < 2^(s+k) <= 2^18 only when s + k <= 18
+            // (the plain table has 2^18 entries, a coset table 2^min(log_n, 18)), and with a
+            // coset table also stage indices < 2^k <= 2^min(log_n, 9) when s == 0, and ct
+            // indices s + i + 1 <= log_n < 29 (ct null for a plain transform: not read).
             unsafe { b.launch(cfg) }.map_err(self.drv("launching an NTT pass"))?;
             mark(format!("pass s={} k={} c={}", p.s, p.k, p.c));
         }
@@ -510,6 +656,35 @@ impl GpuDevice {
         b: &DeviceBuffer<Scalar>,
     ) -> Result<()> {
         self.fr_binary("fr_sub_assign", a, b)
+    }
+
+    /// `a_i = a_i * b_i - c_i * f` in one pass; lengths must match.
+    pub fn fr_mul_sub_scaled(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &DeviceBuffer<Scalar>,
+        c: &DeviceBuffer<Scalar>,
+        f: Scalar,
+    ) -> Result<()> {
+        check_len("fr_mul_sub_scaled", a.len(), b.len())?;
+        check_len("fr_mul_sub_scaled", a.len(), c.len())?;
+        let n = u32::try_from(a.len()).map_err(|_| Error::Unsupported {
+            op: "fr_mul_sub_scaled",
+            detail: "more than 2^32 elements".into(),
+        })?;
+        let f = scalar_raw(&f);
+        let k = self.function(&NTT, "fr_mul_sub_scaled")?;
+        let mut l = self.stream().launch_builder(&k);
+        l.arg(&mut a.inner)
+            .arg(&b.inner)
+            .arg(&c.inner)
+            .arg(&n)
+            .arg(&f);
+        // SAFETY: (Fr* a, const Fr* b, const Fr* c, u32 n, Fr f) with a, b and c all of
+        // length n.
+        unsafe { l.launch(grid(n as usize, 256)) }
+            .map_err(self.drv("launching fr_mul_sub_scaled"))?;
+        Ok(())
     }
 
     /// `a_i = a_i * b_i - c_i` in one pass (Groth16's A*B - C); lengths must match.
@@ -627,5 +802,130 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn bitrev_permute(a: &mut [Scalar]) {
+        let bits = a.len().trailing_zeros();
+        for i in 0..a.len() {
+            let j = i.reverse_bits() >> (usize::BITS - bits);
+            if i < j {
+                a.swap(i, j);
+            }
+        }
+    }
+
+    /// Stage t's twiddle w_{2^t}^x * ct[t] from the coset stage table (t <= STAGE_BITS).
+    fn coset_twiddle(table: &[Scalar], t: u32, x: usize) -> Scalar {
+        table[(1 << (t - 1)) + x]
+    }
+
+    /// Host models of the two networks with coset twiddles (ntt.cu): DIT on bit-reversed
+    /// input and DIF on natural input, every stage t's twiddles times ct[t], equal the
+    /// transforms with the coset factors applied apart (bellperson's coset_fft, and
+    /// icoset_fft without its 1/m); and the whole H recipe of `h_polynomial_scaled` times
+    /// its kappa equals bellperson's H. Sizes 2^1 .. 2^10, so every twiddle comes from the
+    /// coset stage table; the last pass's multiplied twiddles (stages beyond 18) are checked
+    /// by the device tests.
+    #[test]
+    fn coset_twiddles_absorb_the_coset_factors() {
+        use rand_chacha::ChaCha8Rng;
+        use rand_core::SeedableRng;
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        for log_n in 1..=10u32 {
+            let n = 1usize << log_n;
+            let fwd_w = omega(STAGE_BITS);
+            let inv_w = invert(fwd_w);
+            let fwd_ct = coset_multipliers(g, log_n);
+            let inv_ct = coset_multipliers(invert(g), log_n);
+            let fwd_t = coset_stage_table(fwd_w, &fwd_ct, log_n);
+            let inv_t = coset_stage_table(inv_w, &inv_ct, log_n);
+            assert_eq!(fwd_t.len(), n.min(1 << STAGE_BITS));
+            // DIT, input in bit-reversed order
+            let dit = |a: &mut [Scalar], table: &[Scalar]| {
+                for t in 1..=log_n {
+                    let h = 1usize << (t - 1);
+                    for base in (0..n).step_by(2 * h) {
+                        for x in 0..h {
+                            let v = a[base + x + h] * coset_twiddle(table, t, x);
+                            let u = a[base + x];
+                            a[base + x] = u + v;
+                            a[base + x + h] = u - v;
+                        }
+                    }
+                }
+            };
+            // DIF (the transposed network), output in bit-reversed order
+            let dif = |a: &mut [Scalar], table: &[Scalar]| {
+                for t in (1..=log_n).rev() {
+                    let h = 1usize << (t - 1);
+                    for base in (0..n).step_by(2 * h) {
+                        for x in 0..h {
+                            let (u, v) = (a[base + x], a[base + x + h]);
+                            a[base + x] = u + v;
+                            a[base + x + h] = (u - v) * coset_twiddle(table, t, x);
+                        }
+                    }
+                }
+            };
+            let input: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+            let mut got = input.clone();
+            bitrev_permute(&mut got);
+            dit(&mut got, &fwd_t);
+            let mut want = input.clone();
+            crate::reference::ntt(&mut want, NttKind::CosetForward);
+            assert_eq!(got, want, "coset DIT 2^{log_n}");
+            let mut got = input.clone();
+            dif(&mut got, &inv_t);
+            bitrev_permute(&mut got);
+            let mut want = input.clone();
+            crate::reference::ntt(&mut want, NttKind::CosetInverse);
+            let m = Scalar::from(n as u64);
+            assert!(
+                got.iter().zip(&want).all(|(x, y)| *x == *y * m),
+                "coset DIF 2^{log_n}"
+            );
+            // the H recipe, against bellperson's steps
+            let abc: Vec<Vec<Scalar>> = (0..3)
+                .map(|_| (0..n).map(|_| Scalar::random(&mut rng)).collect())
+                .collect();
+            let mut t = abc.clone();
+            let plain_inverse = |v: &mut Vec<Scalar>| {
+                // unscaled inverse, bit-reversed out (the DIF with plain twiddles)
+                crate::reference::ntt(v, NttKind::Inverse);
+                for x in v.iter_mut() {
+                    *x *= m;
+                }
+                bitrev_permute(v);
+            };
+            for v in &mut t {
+                plain_inverse(v);
+                dit(v, &fwd_t);
+            }
+            let mut h: Vec<Scalar> = (0..n).map(|i| t[0][i] * t[1][i] - t[2][i] * m).collect();
+            dif(&mut h, &inv_t);
+            bitrev_permute(&mut h);
+            let kappa = coset_z_inverse(log_n) * invert(m * m * m);
+            let mut want = abc.clone();
+            for v in &mut want {
+                crate::reference::ntt(v, NttKind::Inverse);
+                crate::reference::ntt(v, NttKind::CosetForward);
+            }
+            let z = coset_z_inverse(log_n);
+            let mut hw: Vec<Scalar> = (0..n)
+                .map(|i| (want[0][i] * want[1][i] - want[2][i]) * z)
+                .collect();
+            crate::reference::ntt(&mut hw, NttKind::CosetInverse);
+            assert!(
+                h.iter().zip(&hw).all(|(x, y)| *x * kappa == *y),
+                "H recipe 2^{log_n}"
+            );
+        }
+        // the multipliers: ct[log_n] = gamma, each one below the square of the one above
+        let ct = coset_multipliers(g, 5);
+        assert_eq!(ct[5], g);
+        assert_eq!(ct[1], g.pow_vartime([16u64]));
+        assert_eq!(ct[0], Scalar::ONE);
+        assert_eq!(ct[6], Scalar::ONE);
     }
 }

@@ -334,6 +334,96 @@ fn fused_h_transforms_match_the_plain_ones() {
     assert!(dev.fr_mul_sub_assign(&mut da, &short, &dc).is_err());
 }
 
+/// Groth16's H with the coset factors in the twiddles and the constants left to kappa
+/// (`h_polynomial_scaled`): kappa times its output equals the plain device sequence
+/// (evaluations_to_coset, a*b - c, the inverse coset transform scaled by 1/Z) at every size
+/// 2^1 .. 2^22 (one, two and three passes; from 2^19 the last pass's twiddles are computed,
+/// not tabled) and 2^24, with 1, 2 and 4 columns a block at a few sizes, and bellperson's
+/// steps on the host up to 2^14.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn h_polynomial_scaled_matches_the_plain_steps() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let sizes: Vec<u32> = (1..=22).chain([24]).collect();
+    for log_n in sizes {
+        let n = 1usize << log_n;
+        let mut abc: Vec<Vec<Scalar>> = (0..3)
+            .map(|k| scalars(seed + 400 + 3 * log_n as u64 + k, n))
+            .collect();
+        abc[0][0] = Scalar::ZERO;
+        abc[1][n - 1] = minus_one();
+        abc[2][n / 2] = Scalar::ONE;
+        // the plain steps on the device
+        let [mut pa, mut pb, mut pc] = [0, 1, 2].map(|k| dev.upload(&abc[k]).unwrap());
+        for v in [&mut pa, &mut pb, &mut pc] {
+            dev.evaluations_to_coset(v).unwrap();
+        }
+        dev.fr_mul_sub_assign(&mut pa, &pb, &pc).unwrap();
+        let z = cuzk_kernels::coset_z_inverse(log_n);
+        dev.ntt_scaled(&mut pa, NttKind::CosetInverse, z).unwrap();
+        let want = dev.download(&pa).unwrap();
+        let cols: &[u32] = if [1, 2, 9, 10, 18, 19, 20].contains(&log_n) {
+            &[0, 1, 2]
+        } else {
+            &[0]
+        };
+        for &c in cols {
+            let [mut a, mut b, mut cc] = [0, 1, 2].map(|k| dev.upload(&abc[k]).unwrap());
+            let kappa = dev
+                .h_polynomial_scaled_with_columns(&mut a, &mut b, &mut cc, c)
+                .unwrap();
+            let got = dev.download(&a).unwrap();
+            if let Some(i) = (0..n).find(|&i| got[i] * kappa != want[i]) {
+                panic!("h_polynomial_scaled 2^{log_n}, 2^{c} columns, differs first at {i} (seed {seed})");
+            }
+        }
+        if log_n <= 14 {
+            for v in &mut abc {
+                reference::ntt(v, NttKind::Inverse);
+                reference::ntt(v, NttKind::CosetForward);
+            }
+            let mut h: Vec<Scalar> = (0..n)
+                .map(|i| (abc[0][i] * abc[1][i] - abc[2][i]) * z)
+                .collect();
+            reference::ntt(&mut h, NttKind::CosetInverse);
+            assert!(
+                h == want,
+                "plain steps 2^{log_n} against the host (seed {seed})"
+            );
+        }
+    }
+    // lengths: not a power of two, or unequal, are errors
+    let mut a = dev.upload(&scalars(seed, 1000)).unwrap();
+    let mut b = dev.upload(&scalars(seed, 1000)).unwrap();
+    let mut c = dev.upload(&scalars(seed, 1000)).unwrap();
+    assert!(dev.h_polynomial_scaled(&mut a, &mut b, &mut c).is_err());
+    let mut a = dev.upload(&scalars(seed, 1024)).unwrap();
+    let mut b = dev.upload(&scalars(seed, 1024)).unwrap();
+    let mut c = dev.upload(&scalars(seed, 512)).unwrap();
+    assert!(dev.h_polynomial_scaled(&mut a, &mut b, &mut c).is_err());
+    let mut c = dev.upload(&scalars(seed, 1024)).unwrap();
+    assert!(dev
+        .h_polynomial_scaled_with_columns(&mut a, &mut b, &mut c, 3)
+        .is_err());
+    // f scales c in a*b - c f
+    let n = 4099;
+    let (x, y, w) = (scalars(seed, n), scalars(seed + 1, n), scalars(seed + 2, n));
+    let f = scalars(seed + 3, 1)[0];
+    let mut dx = dev.upload(&x).unwrap();
+    let (dy, dw) = (dev.upload(&y).unwrap(), dev.upload(&w).unwrap());
+    dev.fr_mul_sub_scaled(&mut dx, &dy, &dw, f).unwrap();
+    let got = dev.download(&dx).unwrap();
+    for i in 0..n {
+        assert_eq!(
+            got[i],
+            x[i] * y[i] - w[i] * f,
+            "mul_sub_scaled at {i} (seed {seed})"
+        );
+    }
+}
+
 /// Evaluates the polynomial with coefficients `a` at `x` (parallel Horner over chunks).
 fn evaluate(a: &[Scalar], x: Scalar) -> Scalar {
     let chunk = 1 << 16;

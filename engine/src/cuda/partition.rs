@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use blstrs::{G2Affine, G2Projective, Scalar};
 use cuzk_kernels::{DeviceBuffer, GpuDevice, PciId, Staging};
 use cuzk_pce::{Assignment, Density};
+use ff::Field;
 use group::Group;
 use tracing::{info_span, Span};
 
@@ -456,17 +457,18 @@ pub fn prove_msms(
         let bytes = (a.len() + b.len() + c.len()) * 32;
         release((a, b, c), bytes); // host copies: the device has them now
 
-        // H: with a domain of one point the H query is empty.
-        phase(dev, partition, "ntt", &mut t.ntt, || {
-            if let (Some(a), Some(b), Some(c)) = (d_a.as_mut(), d_b, d_c) {
-                super::ntt::compute_h(dev, a, b, c)?;
+        // H: with a domain of one point the H query is empty. The device leaves H's constant
+        // factor kappa to the MSM's result.
+        let kappa = phase(dev, partition, "ntt", &mut t.ntt, || {
+            match (d_a.as_mut(), d_b, d_c) {
+                (Some(a), Some(b), Some(c)) => super::ntt::compute_h(dev, a, b, c),
+                _ => Ok(Scalar::ONE),
             }
-            Ok(())
         })?;
         let h = phase(dev, partition, "msm_h", &mut t.msm_h, || match &d_a {
             Some(h) => dev.msm_at(&srs.h, 0..lens.h, h, 0),
             None => Ok(Group::identity()),
-        })?;
+        })? * kappa;
         drop(d_a); // m scalars: free before the other MSMs
 
         let l = phase(dev, partition, "msm_l", &mut t.msm_l, || match &d_aux {
