@@ -20,7 +20,7 @@
 //   so w_{2^t}^low = w28^(low * 2^(28 - t)) is one product of two entries, and a later
 //   stage's twiddle one more product (a pass with s + k > NTT_STAGE_BITS: about one product
 //   an element).
-// Coset transforms (ct != null): evaluating at g * w^i absorbs the input factors g^e of a
+// Coset transforms (ntt_pass_coset, ntt_pass_dif_coset): evaluating at g * w^i absorbs the input factors g^e of a
 // DIT network on bit-reversed input, and the output factors g^e of a DIF network on natural
 // input, into the twiddles: every twiddle of stage t (of logn) times ct[t] = g^(2^(logn - t))
 // (stage 1's becomes g^(n/2), no longer 1). The host passes a coset stage table (the stage
@@ -124,11 +124,10 @@ extern "C" __global__ void ntt_bitrev_tiled(Fr* __restrict__ a, u32 logn) {
     if (mid != rmid) st_vec(a + i0, t1.get(src));
 }
 
-// One radix-2 stage i (span 2^i) of a pass, DIT or DIF, then a barrier. `one`: the stage is
-// stage 1 of a plain transform (s == 0, i == 0), whose twiddle is 1.
-template <bool DIF>
-DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i, u32 tid, u32 nthr, u32 nb,
-                     bool one) {
+// One radix-2 stage i (span 2^i) of a pass, DIT or DIF, then a barrier. Stage 1 of a plain
+// transform (s == 0, i == 0) has twiddle 1.
+template <bool DIF, bool COSET>
+DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i, u32 tid, u32 nthr, u32 nb) {
     const u32 h = 1u << i;
     for (u32 b = tid; b < (nb >> 1); b += nthr) {
         const u32 col = b >> (k - 1);
@@ -138,7 +137,7 @@ DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i,
         const u32 tb = s == 0 ? 0u : col << k;
         Fr x0 = buf.get(pad(j0));
         Fr x1 = buf.get(pad(j0 + h));
-        if (one) {
+        if (!COSET && s == 0 && i == 0) {
             if (DIF) butterfly1_dif(x0, x1);
             else butterfly1(x0, x1);
         } else {
@@ -152,9 +151,9 @@ DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i,
 }
 
 // DIF: the transposed pass (ntt_pass_dif), stages in reverse order.
-// ct: null for a plain transform; for a coset one, ct[t] (1 <= t <= logn) multiplies every
-// twiddle of stage t, and `stage` is the matching coset stage table (see the top).
-template <bool DIF>
+// COSET: a coset transform; ct[t] (1 <= t <= logn) multiplies every twiddle of stage t, and
+// `stage` is the matching coset stage table (see the top). Plain transforms do not read ct.
+template <bool DIF, bool COSET>
 DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const Fr* __restrict__ small,
                         const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi,
                         const Fr* __restrict__ stage, const Fr* __restrict__ ct) {
@@ -172,7 +171,7 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
     const u32 kmask = (1u << k) - 1;
     // a strided pass whose stages all lie in the stage table reads its twiddles from it
     const bool tabled = s != 0 && s + k <= NTT_STAGE_BITS;
-    const bool coset = ct != nullptr;
+    const bool coset = COSET;
 
     // 1. load the block's columns: column col, element j at smem pad((col << k) + j)
     size_t base = 0;
@@ -229,8 +228,7 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
     // DIT: i = 0, 2, ... then the radix-2 step last; DIF: the radix-2 step first (top
     // stage), then i = k - 2 (or k - 3), ..., 0, each step's stages in reverse.
     int i = DIF ? (int)k - 2 - (int)(k & 1) : 0;
-    // k == 1 happens only for a 2-point transform (its only stage is stage 1)
-    if (DIF && (k & 1)) ntt_radix2<true>(buf, tw, s, k, k - 1, tid, nthr, nb, s == 0 && k == 1 && !coset);
+    if (DIF && (k & 1)) ntt_radix2<true, COSET>(buf, tw, s, k, k - 1, tid, nthr, nb);
     for (; DIF ? i >= 0 : i + 1 < (int)k; i += DIF ? -2 : 2) {
         const u32 h = 1u << i;
         for (u32 q = tid; q < (nb >> 2); q += nthr) {
@@ -251,17 +249,15 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
                 if (one) {
                     butterfly1(x0, x1);
                     butterfly1(x2, x3);
-                    butterfly1(x0, x2);
                 } else {
                     const Fr t1 = tw.get(tb + h + jp);
                     butterfly(x0, x1, t1);
                     butterfly(x2, x3, t1);
-                    butterfly(x0, x2, tw.get(tb + 2 * h + jp));
                 }
+                butterfly(x0, x2, tw.get(tb + 2 * h + jp));
                 butterfly(x1, x3, tw.get(tb + 3 * h + jp));
             } else {
-                if (one) butterfly1_dif(x0, x2);
-                else butterfly_dif(x0, x2, tw.get(tb + 2 * h + jp));
+                butterfly_dif(x0, x2, tw.get(tb + 2 * h + jp));
                 butterfly_dif(x1, x3, tw.get(tb + 3 * h + jp));
                 if (one) {
                     butterfly1_dif(x0, x1);
@@ -279,7 +275,7 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
         }
         __syncthreads();
     }
-    if (!DIF && (k & 1)) ntt_radix2<false>(buf, tw, s, k, k - 1, tid, nthr, nb, s == 0 && k == 1 && !coset);
+    if (!DIF && (k & 1)) ntt_radix2<false, COSET>(buf, tw, s, k, k - 1, tid, nthr, nb);
 
     // 4. store where the block read
     if (s == 0) {
@@ -299,17 +295,30 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
 // Needs c <= s for s > 0 and c <= logn - k for s == 0.
 extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
                                     const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
-                                    const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
-                                    const Fr* __restrict__ ct) {
-    ntt_pass_body<false>(a, logn, s, k, c, small, root_lo, root_hi, stage, ct);
+                                    const Fr* __restrict__ root_hi, const Fr* __restrict__ stage) {
+    ntt_pass_body<false, false>(a, logn, s, k, c, small, root_lo, root_hi, stage, nullptr);
 }
 
 // The same launch shape and shared memory as ntt_pass; the host runs the passes in reverse.
 extern "C" __global__ void ntt_pass_dif(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
                                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
-                                        const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
-                                        const Fr* __restrict__ ct) {
-    ntt_pass_body<true>(a, logn, s, k, c, small, root_lo, root_hi, stage, ct);
+                                        const Fr* __restrict__ root_hi, const Fr* __restrict__ stage) {
+    ntt_pass_body<true, false>(a, logn, s, k, c, small, root_lo, root_hi, stage, nullptr);
+}
+
+// The coset transforms (DIT with input factors g^e, DIF with output factors g^-e): the same
+// launch shape and shared memory, `stage` a coset stage table and ct its multipliers.
+extern "C" __global__ void ntt_pass_coset(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
+                                          const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
+                                          const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
+                                          const Fr* __restrict__ ct) {
+    ntt_pass_body<false, true>(a, logn, s, k, c, small, root_lo, root_hi, stage, ct);
+}
+extern "C" __global__ void ntt_pass_dif_coset(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
+                                              const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
+                                              const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
+                                              const Fr* __restrict__ ct) {
+    ntt_pass_body<true, true>(a, logn, s, k, c, small, root_lo, root_hi, stage, ct);
 }
 
 // A coset stage table from the plain one (ntt.rs, CosetTables): out[e] = stage[e] * ct[t] for

@@ -483,7 +483,6 @@ impl GpuDevice {
             (&t.fwd_small, &t.fwd_root_lo, &t.fwd_root_hi, &t.fwd_stage)
         };
         let stage = coset.map_or(plain_stage, |c| &c.stage);
-        let null: u64 = 0;
         // CUZK_NTT_PROFILE=1 prints the time of each kernel (synchronising after each)
         let profile = std::env::var_os("CUZK_NTT_PROFILE").is_some();
         let mut last = std::time::Instant::now();
@@ -500,7 +499,13 @@ impl GpuDevice {
             mark("bitrev".into());
         }
         let dif = order == Order::NaturalToBitrev;
-        let pass_fn = self.function(&NTT, if dif { "ntt_pass_dif" } else { "ntt_pass" })?;
+        let name = match (dif, coset.is_some()) {
+            (false, false) => "ntt_pass",
+            (true, false) => "ntt_pass_dif",
+            (false, true) => "ntt_pass_coset",
+            (true, true) => "ntt_pass_dif_coset",
+        };
+        let pass_fn = self.function(&NTT, name)?;
         let mut plan = passes(log_n, cols_log);
         if dif {
             // the transposed network: the last pass first
@@ -529,19 +534,18 @@ impl GpuDevice {
                 .arg(root_lo)
                 .arg(root_hi)
                 .arg(stage);
-            match coset {
-                Some(c) => b.arg(&c.ct),
-                None => b.arg(&null),
-            };
+            if let Some(c) = coset {
+                b.arg(&c.ct);
+            }
             // SAFETY: ntt_pass and ntt_pass_dif(Fr*, u32 logn, u32 s, u32 k, u32 c, const Fr* small[256],
-            // const Fr* root_lo[2^14], const Fr* root_hi[2^14], const Fr* stage, const Fr* ct)
-            // with s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0),
+            // const Fr* root_lo[2^14], const Fr* root_hi[2^14], const Fr* stage), and their
+            // _coset forms with a last argument const Fr* ct[29], with s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0),
             // 2^(log_n-k-c) blocks and the dynamic shared memory of Pass::shared_bytes touches
             // data indices < 2^log_n = data.len(), root indices < 2^14 (exponents < 2^28),
             // stage indices 2^(s+i) + low + j' 2^s < 2^(s+k) <= 2^18 only when s + k <= 18
             // (the plain table has 2^18 entries, a coset table 2^min(log_n, 18)), and with a
             // coset table also stage indices < 2^k <= 2^min(log_n, 9) when s == 0, and ct
-            // indices s + i + 1 <= log_n < 29 (ct null for a plain transform: not read).
+            // indices s + i + 1 <= log_n < 29.
             unsafe { b.launch(cfg) }.map_err(self.drv("launching an NTT pass"))?;
             mark(format!("pass s={} k={} c={}", p.s, p.k, p.c));
         }
