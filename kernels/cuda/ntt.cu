@@ -20,12 +20,13 @@
 //   so w_{2^t}^low = w28^(low * 2^(28 - t)) is one product of two entries, and a later
 //   stage's twiddle one more product (a pass with s + k > NTT_STAGE_BITS: about one product
 //   an element).
-// Coset transforms (ntt_pass_coset, ntt_pass_dif_coset): evaluating at g * w^i absorbs the input factors g^e of a
-// DIT network on bit-reversed input, and the output factors g^e of a DIF network on natural
-// input, into the twiddles: every twiddle of stage t (of logn) times ct[t] = g^(2^(logn - t))
-// (stage 1's becomes g^(n/2), no longer 1). The host passes a coset stage table (the stage
-// table's entries times ct[t]) as `stage`; the first pass reads its twiddles from it too, and
-// the last (non-tabled) pass multiplies its per-column factors by ct[t].
+// Coset transforms (ntt_pass_coset, ntt_pass_dif_coset): a DIT network on bit-reversed input
+// absorbs input factors gamma^e, and a DIF network on natural input output factors gamma^e,
+// into its twiddles: every twiddle of stage t (of logn) times ct[t] = gamma^(2^(logn - t))
+// (stage 1's becomes gamma^(n/2), no longer 1). gamma = g for the coset forward transform,
+// g^-1 (with the inverse roots) for the inverse one. The host passes a coset stage table (the
+// stage table's entries times ct[t]) as `stage`; the first pass reads its twiddles from it
+// too, and the last (non-tabled) pass multiplies its per-column factors by ct[t].
 // Shared memory holds Fr as two arrays of 16-byte halves (lo, hi), so a quarter warp
 // reading consecutive elements touches 128 consecutive bytes; the data array is padded by
 // one slot per 8 (pad()) against bank conflicts in the early stages.
@@ -171,7 +172,6 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
     const u32 kmask = (1u << k) - 1;
     // a strided pass whose stages all lie in the stage table reads its twiddles from it
     const bool tabled = s != 0 && s + k <= NTT_STAGE_BITS;
-    const bool coset = COSET;
 
     // 1. load the block's columns: column col, element j at smem pad((col << k) + j)
     size_t base = 0;
@@ -198,7 +198,7 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
             const u32 i = e - col * k;
             const u32 x = (low0 + col) << (28 - (s + i + 1));
             Fr v = root_hi[x >> NTT_ROOT_BITS] * root_lo[x & ((1u << NTT_ROOT_BITS) - 1)];
-            if (coset) v = v * ld_vec(ct + s + i + 1);
+            if (COSET) v = v * ld_vec(ct + s + i + 1);
             wl.set(col * NTT_MAX_K + i, v);
         }
         __syncthreads();
@@ -213,7 +213,7 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
         if (tabled) {
             // w_{2^t}^(low + j' 2^s) with t = s + i + 1
             w = ld_vec(stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
-        } else if (s == 0 && coset) {
+        } else if (COSET && s == 0) {
             // the coset table's entry 2^i + j' (the stage table's layout)
             w = ld_vec(stage + r);
         } else {
@@ -241,10 +241,8 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
             Fr x1 = buf.get(pad(j0 + h));
             Fr x2 = buf.get(pad(j0 + 2 * h));
             Fr x3 = buf.get(pad(j0 + 3 * h));
-            // stages 1 and 2 of the transform (s == 0, i == 0, so jp == 0): stage 1's twiddle
-            // is 1, and so is the first of stage 2's two (w_4^0): one product for four
-            // elements instead of four
-            const bool one = s == 0 && i == 0 && !coset;
+            // stage 1 of a plain transform (s == 0, i == 0) has twiddle 1
+            const bool one = !COSET && s == 0 && i == 0;
             if (!DIF) {
                 if (one) {
                     butterfly1(x0, x1);

@@ -12,7 +12,17 @@ use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
-use cuzk_kernels::{DeviceBuffer, GpuDevice, NttKind};
+use cuzk_kernels::{DeviceBuffer, G1Bases, GpuDevice, NttKind};
+
+/// `n` G1 bases on the device: min(n, 2^22) distinct random points, repeated.
+fn tiled_g1_bases(dev: &GpuDevice, n: usize) -> Result<G1Bases, Box<dyn std::error::Error>> {
+    let uniq = g1_points(2, n.min(1 << 22));
+    let mut pts = Vec::with_capacity(n);
+    while pts.len() < n {
+        pts.extend_from_slice(&uniq[..uniq.len().min(n - pts.len())]);
+    }
+    Ok(dev.upload_g1_bases(&pts)?)
+}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -140,13 +150,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// chunked` (about 25 GiB of device memory, 15 GiB of host memory).
 fn bench_chunked(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
     let n = 1usize << 27;
-    let uniq = g1_points(2, 1 << 22);
-    let mut pts = Vec::with_capacity(n);
-    while pts.len() < n {
-        pts.extend_from_slice(&uniq[..uniq.len().min(n - pts.len())]);
-    }
-    let bases = dev.upload_g1_bases(&pts)?;
-    drop(pts);
+    let bases = tiled_g1_bases(dev, n)?;
     println!("\n## G1 MSM 2^27, two chunks of 2^26 (bases and scalars on the device)");
     println!("| scalars | cuzk ms |");
     println!("|---|---|");
@@ -172,13 +176,7 @@ fn bench_overlap(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
     println!("\n## Two streams at once (G1, H200 partition shapes)");
     let side = dev.side_stream()?;
     let n = 1usize << 26;
-    let uniq = g1_points(2, 1 << 22);
-    let mut pts = Vec::with_capacity(n);
-    while pts.len() < n {
-        pts.extend_from_slice(&uniq[..uniq.len().min(n - pts.len())]);
-    }
-    let bases = dev.upload_g1_bases(&pts)?;
-    drop(pts);
+    let bases = tiled_g1_bases(dev, n)?;
     let rnd = dev.upload(&scalars(3, n))?;
     let fil = dev.upload(&filecoin_scalars(7, n))?;
     let m = 1usize << 27;
@@ -338,13 +336,7 @@ fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std
     );
     println!("|---|---|---|---|---|---|");
     let max_g1 = if quick { 22 } else { 26 };
-    let uniq = g1_points(2, 1 << 22.min(max_g1));
-    let mut pts = Vec::with_capacity(1 << max_g1);
-    while pts.len() < 1 << max_g1 {
-        pts.extend_from_slice(&uniq[..uniq.len().min((1 << max_g1) - pts.len())]);
-    }
-    let bases = dev.upload_g1_bases(&pts)?;
-    drop(pts);
+    let bases = tiled_g1_bases(dev, 1 << max_g1)?;
     let sc = scalars(3, 1 << max_g1);
     let fc = filecoin_scalars(7, 1 << max_g1);
     for log in 20..=max_g1 {
