@@ -278,6 +278,22 @@ fn check_ntt_len(n: usize) -> Result<u32> {
     Ok(n.trailing_zeros())
 }
 
+/// The common length of three element-wise operands, as the kernels' u32 count: an error
+/// when the lengths differ or exceed 2^32.
+fn ternary_len(
+    op: &'static str,
+    a: &DeviceBuffer<Scalar>,
+    b: &DeviceBuffer<Scalar>,
+    c: &DeviceBuffer<Scalar>,
+) -> Result<u32> {
+    check_len(op, a.len(), b.len())?;
+    check_len(op, a.len(), c.len())?;
+    u32::try_from(a.len()).map_err(|_| Error::Unsupported {
+        op,
+        detail: "more than 2^32 elements".into(),
+    })
+}
+
 fn grid(n: usize, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((n as u32).div_ceil(block), 1, 1),
@@ -537,9 +553,10 @@ impl GpuDevice {
             if let Some(c) = coset {
                 b.arg(&c.ct);
             }
-            // SAFETY: ntt_pass and ntt_pass_dif(Fr*, u32 logn, u32 s, u32 k, u32 c, const Fr* small[256],
-            // const Fr* root_lo[2^14], const Fr* root_hi[2^14], const Fr* stage), and their
-            // _coset forms with a last argument const Fr* ct[29], with s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0),
+            // SAFETY: ntt_pass and ntt_pass_dif(Fr*, u32 logn, u32 s, u32 k, u32 c,
+            // const Fr* small[256], const Fr* root_lo[2^14], const Fr* root_hi[2^14],
+            // const Fr* stage), and their _coset forms with a last argument const Fr* ct[29],
+            // with s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0),
             // 2^(log_n-k-c) blocks and the dynamic shared memory of Pass::shared_bytes touches
             // data indices < 2^log_n = data.len(), root indices < 2^14 (exponents < 2^28),
             // stage indices 2^(s+i) + low + j' 2^s < 2^(s+k) <= 2^18 only when s + k <= 18
@@ -670,12 +687,7 @@ impl GpuDevice {
         c: &DeviceBuffer<Scalar>,
         f: Scalar,
     ) -> Result<()> {
-        check_len("fr_mul_sub_scaled", a.len(), b.len())?;
-        check_len("fr_mul_sub_scaled", a.len(), c.len())?;
-        let n = u32::try_from(a.len()).map_err(|_| Error::Unsupported {
-            op: "fr_mul_sub_scaled",
-            detail: "more than 2^32 elements".into(),
-        })?;
+        let n = ternary_len("fr_mul_sub_scaled", a, b, c)?;
         let f = scalar_raw(&f);
         let k = self.function(&NTT, "fr_mul_sub_scaled")?;
         let mut l = self.stream().launch_builder(&k);
@@ -698,12 +710,7 @@ impl GpuDevice {
         b: &DeviceBuffer<Scalar>,
         c: &DeviceBuffer<Scalar>,
     ) -> Result<()> {
-        check_len("fr_mul_sub", a.len(), b.len())?;
-        check_len("fr_mul_sub", a.len(), c.len())?;
-        let n = u32::try_from(a.len()).map_err(|_| Error::Unsupported {
-            op: "fr_mul_sub",
-            detail: "more than 2^32 elements".into(),
-        })?;
+        let n = ternary_len("fr_mul_sub", a, b, c)?;
         let f = self.function(&NTT, "fr_mul_sub")?;
         let mut l = self.stream().launch_builder(&f);
         l.arg(&mut a.inner).arg(&b.inner).arg(&c.inner).arg(&n);

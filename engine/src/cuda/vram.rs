@@ -17,12 +17,10 @@ pub const SCALAR_BYTES: u64 = 32;
 pub const G1_BYTES: u64 = 96;
 /// Bytes of one affine G2 point on the device.
 pub const G2_BYTES: u64 = 192;
-/// The NTT's twiddle, stage and coset tables, allocated once per device (about 20 MiB), and
-/// the coset tables of one transform size (16 MiB; built once per size a device proves, and
-/// counted for every partition, so that a device proving several sizes is still covered
-/// while each partition's working memory is a bound of its own).
-pub const NTT_TABLES_BYTES: u64 =
-    cuzk_kernels::ntt::TABLES_BYTES + cuzk_kernels::ntt::COSET_TABLES_BYTES;
+/// The NTT's twiddle, stage and coset tables, allocated once per device (about 20 MiB).
+pub const NTT_TABLES_BYTES: u64 = cuzk_kernels::ntt::TABLES_BYTES;
+/// The coset stage tables one H computation builds and frees (16 MiB).
+pub const H_TABLES_BYTES: u64 = cuzk_kernels::ntt::COSET_TABLES_BYTES;
 
 /// Point counts of a circuit's five queries: all the device memory needs to know about its
 /// parameters.
@@ -70,8 +68,8 @@ pub fn working_bytes(q: &QueryLens, num_constraints: usize) -> u64 {
     // bitmap words and their prefix counts, uploaded for one compaction
     let bitmap = (q.l as u64).div_ceil(64) * (8 + 4);
     let phases = [
-        // upload and H: a, b, c and aux on the device
-        3 * domain + aux,
+        // upload and H: a, b, c and aux on the device, and H's coset tables
+        3 * domain + aux + H_TABLES_BYTES,
         // H MSM over the first m - 1 of the m coefficients
         domain + aux + msm_scratch_bytes::<G1>(q.h),
         // L MSM
