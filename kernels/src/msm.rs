@@ -229,6 +229,50 @@ fn bin_shift(entries: usize, nbuckets: usize, c: u32, cap: usize) -> u32 {
     s
 }
 
+/// Points a thread of `msm_scatter_tiled` takes (`SCATTER_PPT` in msm.cu).
+const SCATTER_PPT: usize = 16;
+
+/// Threads of a `msm_scatter_tiled` block: a tile of 16384 points.
+const SCATTER_THREADS: u32 = 1024;
+
+/// Most bins a window may have for `msm_scatter_tiled` (its per-bin counters and slabs live
+/// in shared memory); a window with more bins, or none (s = 0), takes `msm_scatter`.
+const SCATTER_TILED_MAX_BINS: usize = 4096;
+
+/// Largest slab (entries of one bin a tile holds in shared memory) `msm_scatter_tiled` takes.
+const SCATTER_MAX_SLAB_LOG: u32 = 6;
+
+/// log2 of the slab for `msm_scatter_tiled` with `nbw` bins a window and `per_bin` entries
+/// of a bin a tile on average: the smallest slab of at least 2 `per_bin` entries (a tile's
+/// entries past its bin's slab take msm_scatter's path; every slab is written out, so
+/// oversized ones cost: 64-entry slabs for witness-shaped scalars, with most windows nearly
+/// empty, made the scatter slower than msm_scatter), at least 4, and no larger than fits
+/// `shared_per_block` (`8 nbw + 5 nbw 2^slab_log` bytes) or 2^[`SCATTER_MAX_SLAB_LOG`].
+/// `None` (take `msm_scatter`) when the window has no bins (s = 0), too many, or not even
+/// slabs of 4 fit. A random 2^26 G1 chunk (4096 bins, about 4 entries of a bin a tile) gets
+/// slabs of 8 on an H200.
+fn scatter_slab_log(s: u32, nbw: usize, per_bin: f64, shared_per_block: usize) -> Option<u32> {
+    if s == 0 || nbw == 0 || nbw > SCATTER_TILED_MAX_BINS {
+        return None;
+    }
+    let fits = |l: u32| scatter_shared_bytes(nbw, l) <= shared_per_block;
+    let largest = (2..=SCATTER_MAX_SLAB_LOG).rev().find(|&l| fits(l))?;
+    let wanted = (2.0 * per_bin).max(4.0).log2().ceil() as u32;
+    Some(wanted.min(largest))
+}
+
+/// Entries of one bin a tile of `msm_scatter_tiled` takes on average, for `entries` digits of
+/// `n` points over `nw` windows of `nbw` bins.
+fn scatter_per_bin(entries: usize, n: usize, nw: u32, nbw: usize) -> f64 {
+    let tile = (SCATTER_PPT * SCATTER_THREADS as usize).min(n.max(1));
+    tile as f64 * entries as f64 / (n.max(1) as f64 * f64::from(nw.max(1)) * nbw.max(1) as f64)
+}
+
+/// Bytes of dynamic shared memory `msm_scatter_tiled` takes.
+fn scatter_shared_bytes(nbw: usize, slab_log: u32) -> usize {
+    8 * nbw + (5 * nbw << slab_log)
+}
+
 fn cfg(threads: usize, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((threads as u32).div_ceil(block), 1, 1),
@@ -453,7 +497,8 @@ impl GpuDevice {
         let f = kernel("msm_scalars")?;
         let mut l = stream.launch_builder(&f);
         l.arg(&scalars).arg(&mut canon).arg(&n32).arg(&mut bit_hist);
-        // SAFETY: (const Fr* in, Fr* out, u32 n, u32* hist[257] zeroed), in and out of length n.
+        // SAFETY: (const Fr* in[n], u32* out[8 n] (the transposed scalars: `canon` holds n Fr),
+        // u32 n, u32* hist[257] zeroed).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
         let bit_hist = self.read_back(&bit_hist, "reading the scalars' bit lengths")?;
         let Some(WindowPlan { c, windows: nw }) = WindowPlan::choose(&bit_hist, n) else {
@@ -472,7 +517,8 @@ impl GpuDevice {
         let f = kernel("msm_histogram")?;
         let mut l = stream.launch_builder(&f);
         l.arg(&canon).arg(&n32).arg(&c).arg(&nw).arg(&mut counts);
-        // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32* counts[nw * 2^(c-1)]).
+        // SAFETY: (const u32* canon[8 n] (transposed), u32 n, u32 c, u32 nw,
+        // u32* counts[nw * 2^(c-1)]).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_histogram"))?;
         mark("histogram");
 
@@ -495,8 +541,8 @@ impl GpuDevice {
         let nbins = nbuckets >> s;
         let mut sorted = alloc_u32(entries.max(1))?;
         let mut large = alloc_u32(if s == 0 { 1 } else { nbins.div_ceil(32) })?;
-        // SAFETY: msm_scatter writes low[pos] for every entry of a small bin before
-        // msm_bin_sort reads it; entries of large bins are never read from it.
+        // SAFETY: msm_scatter (or msm_scatter_tiled) writes low[pos] for every entry of a small
+        // bin before msm_bin_sort reads it; entries of large bins are never read from it.
         let mut low = unsafe { stream.alloc::<u8>(if s == 0 { 1 } else { entries.max(1) }) }
             .map_err(self.drv("allocating MSM scratch"))?;
         if s != 0 {
@@ -514,24 +560,66 @@ impl GpuDevice {
             // block of 256 (a multiple of 32, as its ballot needs).
             unsafe { l.launch(cfg(nbins, 256)) }.map_err(self.drv("launching msm_bin_flags"))?;
         }
-        let f = kernel("msm_scatter")?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(&canon)
-            .arg(&n32)
-            .arg(&c)
-            .arg(&nw)
-            .arg(&s)
-            .arg(&large)
-            .arg(&mut cursor)
-            .arg(&mut sorted)
-            .arg(&mut low);
-        // SAFETY: (const Fr*, u32 n, u32 c, u32 nw, u32 s, const u32* large, u32* cursor,
-        // u32* sorted[entries], u8* low[entries]); the cursors start at exclusive offsets of
-        // the counts the same digits produced (a small bin's entries advance the cursor of its
-        // first bucket, within the bin's span), so every position written is < entries; nw
-        // windows hold every digit (WindowPlan::choose); with s = 0 neither `large` nor `low`
-        // is touched.
-        unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scatter"))?;
+        // the tiled scatter where it applies (CUZK_MSM_SCATTER=direct forces msm_scatter,
+        // to compare the two on a device)
+        let direct = std::env::var("CUZK_MSM_SCATTER").is_ok_and(|v| v == "direct");
+        let per_bin = scatter_per_bin(entries, n, nw, nb >> s);
+        let slab_log = scatter_slab_log(s, nb >> s, per_bin, self.shared_memory_per_block())
+            .filter(|_| !direct);
+        if let Some(slab_log) = slab_log {
+            let f = kernel("msm_scatter_tiled")?;
+            let smem = scatter_shared_bytes(nb >> s, slab_log) as u32;
+            f.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .map_err(self.drv("allowing msm_scatter_tiled its shared memory"))?;
+            let tile = SCATTER_PPT * SCATTER_THREADS as usize;
+            let grid = LaunchConfig {
+                grid_dim: (n.div_ceil(tile) as u32, 1, 1),
+                block_dim: (SCATTER_THREADS, 1, 1),
+                shared_mem_bytes: smem,
+            };
+            let mut l = stream.launch_builder(&f);
+            l.arg(&canon)
+                .arg(&n32)
+                .arg(&c)
+                .arg(&nw)
+                .arg(&s)
+                .arg(&slab_log)
+                .arg(&large)
+                .arg(&mut cursor)
+                .arg(&mut sorted)
+                .arg(&mut low);
+            // SAFETY: (const u32* canon[8 n], u32 n, u32 c, u32 nw, u32 s >= 1, u32 slab_log,
+            // const u32* large, u32* cursor, u32* sorted[entries], u8* low[entries]), the
+            // transposed scalars msm_scalars wrote; as for msm_scatter, every position written
+            // is a cursor's, which stays within its bin's (or large bucket's) span of
+            // `sorted` and `low`: a slab's reservation adds at most the digits the histogram
+            // counted for the bin; shared memory scatter_shared_bytes(nb >> s, slab_log) with
+            // nb >> s <= SCATTER_TILED_MAX_BINS, within the device's limit (scatter_slab_log);
+            // blocks of 1024 threads (a multiple of 32, as its warp votes need).
+            unsafe { l.launch(grid) }.map_err(self.drv("launching msm_scatter_tiled"))?;
+        } else {
+            let f = kernel("msm_scatter")?;
+            let mut l = stream.launch_builder(&f);
+            l.arg(&canon)
+                .arg(&n32)
+                .arg(&c)
+                .arg(&nw)
+                .arg(&s)
+                .arg(&large)
+                .arg(&mut cursor)
+                .arg(&mut sorted)
+                .arg(&mut low);
+            // SAFETY: (const u32* canon[8 n], u32 n, u32 c, u32 nw, u32 s, const u32* large,
+            // u32* cursor, u32* sorted[entries], u8* low[entries]); the cursors start at
+            // exclusive offsets of the counts the same digits produced (a small bin's entries
+            // advance the cursor of its first bucket, within the bin's span), so every
+            // position written is < entries; nw windows hold every digit
+            // (WindowPlan::choose); with s = 0 neither `large` nor `low` is touched.
+            unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scatter"))?;
+        }
         if s != 0 {
             mark("scatter");
             let f = kernel("msm_bin_sort")?;
@@ -855,6 +943,55 @@ mod tests {
             assert!(cap.is_power_of_two() && cap <= BIN_CAP_MAX);
             assert!(cap == 1 || cap * 4 + BIN_SORT_STATIC_SHARED <= bytes);
         }
+    }
+
+    #[test]
+    fn scatter_slabs_fit_the_device_shared_memory() {
+        // a random 2^26 G1 chunk on an H200: 4096 bins a window, about 4 entries a bin a tile
+        let per_bin = scatter_per_bin(13 << 26, 1 << 26, 13, 4096);
+        assert!((per_bin - 4.0).abs() < 1e-9);
+        assert_eq!(scatter_slab_log(7, 4096, per_bin, 232_448), Some(3));
+        // consumer GPUs (99 KiB a block): 4096 bins do not fit (msm_scatter), 2048 do
+        assert_eq!(scatter_slab_log(7, 4096, per_bin, 101_376), None);
+        assert_eq!(scatter_slab_log(7, 2048, 2.0 * per_bin, 101_376), Some(3));
+        // slabs of twice the mean, at least 4, at most what fits or 64
+        assert_eq!(scatter_slab_log(7, 512, 4.5, 232_448), Some(4));
+        assert_eq!(scatter_slab_log(7, 512, 0.1, 232_448), Some(2));
+        assert_eq!(scatter_slab_log(7, 512, 1e6, 232_448), Some(6));
+        assert_eq!(scatter_slab_log(7, 4096, 1e6, 232_448), Some(3));
+        // no bins (s = 0), too many, or too little shared memory: msm_scatter
+        assert_eq!(scatter_slab_log(0, 4096, 4.0, 232_448), None);
+        assert_eq!(scatter_slab_log(6, 8192, 4.0, 232_448), None);
+        assert_eq!(scatter_slab_log(7, 4096, 4.0, 49_152), None);
+        for nbw in [1, 2, 64, 512, 1000, 4096] {
+            for per_bin in [0.0, 1.0, 3.0, 17.0, 1e9] {
+                for bytes in (0..300_000).step_by(4999) {
+                    if let Some(l) = scatter_slab_log(3, nbw, per_bin, bytes) {
+                        assert!((2..=SCATTER_MAX_SLAB_LOG).contains(&l));
+                        assert!(scatter_shared_bytes(nbw, l) <= bytes);
+                        // twice the mean, unless that does not fit
+                        let fits_more =
+                            l < SCATTER_MAX_SLAB_LOG && scatter_shared_bytes(nbw, l + 1) <= bytes;
+                        assert!((1u64 << l) as f64 >= 2.0 * per_bin || !fits_more);
+                    }
+                }
+            }
+        }
+        // a tile larger than the input counts the input's points only
+        assert!((scatter_per_bin(100, 10, 10, 1) - 10.0).abs() < 1e-9);
+    }
+
+    /// The tile msm.cu's msm_scatter_tiled covers is the one the host's grid assumes.
+    #[test]
+    fn kernel_source_agrees_on_the_scatter_tile() {
+        let src = crate::compile::MSM_G1.sources.concat();
+        let line = format!("#define SCATTER_PPT {SCATTER_PPT}\n");
+        assert!(src.contains(&line), "msm.cu lacks `{}`", line.trim_end());
+        assert_eq!(
+            SCATTER_THREADS % 32,
+            0,
+            "the kernel's warp votes need whole warps"
+        );
     }
 
     #[test]
