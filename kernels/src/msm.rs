@@ -270,7 +270,7 @@ fn scatter_per_bin(entries: usize, n: usize, nw: u32, nbw: usize) -> f64 {
 
 /// Bytes of dynamic shared memory `msm_scatter_tiled` takes.
 fn scatter_shared_bytes(nbw: usize, slab_log: u32) -> usize {
-    8 * nbw + (5 * nbw << slab_log)
+    8 * nbw + ((5 * nbw) << slab_log)
 }
 
 fn cfg(threads: usize, block: u32) -> LaunchConfig {
