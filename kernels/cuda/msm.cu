@@ -280,8 +280,9 @@ extern "C" __global__ void MSM_NAME(msm_scatter)(const u32* __restrict__ canon, 
 // entry, its low bits) per digit: for 2^26 random G1 scalars (0.87e9 digits) it took 35 ms
 // with the L2 at 87% of its request rate and the DRAM at 8% (Nsight Compute, stop 27). Here a
 // block takes a tile of SCATTER_PPT * blockDim points and handles the windows in turn, the
-// carries of its points in registers (the canonical scalars are transposed, so a window's one
-// or two words a point are read coalesced):
+// carries of its points and the two words a window reads in registers (the canonical scalars
+// are transposed, so each word is read once, coalesced; reading both words a window again
+// cost witness-shaped scalars, 16 windows of c = 17, four times the scalars' bytes):
 //   1. each digit of a small bin takes the next slot (its rank, a shared atomic) of its bin's
 //      slab of 2^slab_log entries in shared memory; past the slab it goes to the bin's cursor
 //      as in msm_scatter
@@ -294,9 +295,10 @@ extern "C" __global__ void MSM_NAME(msm_scatter)(const u32* __restrict__ canon, 
 // msm_scatter writes: each small bin's entries somewhere in its span, with `low`.
 // Dynamic shared memory: cnt[nbw] and base[nbw] words, ent[nbw << slab_log] words and
 // lo[nbw << slab_log] bytes, nbw = 2^(c-1-s) bins a window (ScatterPlan in msm.rs).
-// grid: ceil(n / (SCATTER_PPT * blockDim)) blocks; blockDim a multiple of 32; s >= 1.
+// grid: ceil(n / (SCATTER_PPT * blockDim)) blocks of 1024 threads (the launch bound, which
+// keeps the registers within 64); s >= 1.
 #define SCATTER_PPT 16
-extern "C" __global__ void MSM_NAME(msm_scatter_tiled)(const u32* __restrict__ canon, u32 n, u32 c, u32 nw, u32 s,
+extern "C" __global__ void __launch_bounds__(1024, 1) MSM_NAME(msm_scatter_tiled)(const u32* __restrict__ canon, u32 n, u32 c, u32 nw, u32 s,
                                                        u32 slab_log, const u32* __restrict__ large,
                                                        u32* __restrict__ cursor, u32* __restrict__ sorted,
                                                        unsigned char* __restrict__ low) {
@@ -314,21 +316,40 @@ extern "C" __global__ void MSM_NAME(msm_scatter_tiled)(const u32* __restrict__ c
     const u32 tid = threadIdx.x;
     const u32 first = blockIdx.x * SCATTER_PPT * nthr;
     u32 carries = 0;  // bit p: the carry into this window of point first + p * nthr + tid
+    // words `held` and held + 1 of each point: a window reads at most one new word a point
+    // (c < 32), so each word is read from memory once, not once a window
+    u32 lo_w[SCATTER_PPT], hi_w[SCATTER_PPT];
+    u32 held = 0xffffffffu;
     for (u32 w = 0; w < nw; w++) {
         for (u32 b = tid; b < nbw; b += nthr) cnt[b] = 0;
         __syncthreads();
         const u32 bit = w * c;
         const u32 word = bit >> 5;
         const u32 shift = bit & 31;
-#pragma unroll 4
+        const bool step = word == held + 1;
+        const bool fresh = word != held && !step;
+#pragma unroll
+        for (u32 p = 0; p < SCATTER_PPT; p++) {
+            const u32 i = first + p * nthr + tid;
+            const bool in = i < n;
+            if (step) {
+                lo_w[p] = hi_w[p];
+                hi_w[p] = in && word + 1 < 8 ? canon[(size_t)(word + 1) * n + i] : 0u;
+            } else if (fresh) {
+                lo_w[p] = in && word < 8 ? canon[(size_t)word * n + i] : 0u;
+                hi_w[p] = in && word + 1 < 8 ? canon[(size_t)(word + 1) * n + i] : 0u;
+            }
+        }
+        held = word;
+#pragma unroll
         for (u32 p = 0; p < SCATTER_PPT; p++) {
             const u32 i = first + p * nthr + tid;
             // the signed digit, as signed_digit computes it
             u32 d = 0;
             bool neg = false;
             if (i < n) {
-                const u64 a = word < 8 ? canon[(size_t)word * n + i] : 0u;
-                const u64 b = word + 1 < 8 ? canon[(size_t)(word + 1) * n + i] : 0u;
+                const u64 a = lo_w[p];
+                const u64 b = hi_w[p];
                 d = (u32)(((a | (b << 32)) >> shift) & mask) + ((carries >> p) & 1u);
                 carries &= ~(1u << p);
                 if (d > nb) {
