@@ -992,6 +992,8 @@ mod tests {
             0,
             "the kernel's warp votes need whole warps"
         );
+        let bound = format!("__launch_bounds__({SCATTER_THREADS}, 1) MSM_NAME(msm_scatter_tiled)");
+        assert!(src.contains(&bound), "msm.cu lacks `{bound}`");
     }
 
     #[test]
