@@ -319,15 +319,15 @@ extern "C" __global__ void __launch_bounds__(1024, 1) MSM_NAME(msm_scatter_tiled
     // words `held` and held + 1 of each point: a window reads at most one new word a point
     // (c < 32), so each word is read from memory once, not once a window
     u32 lo_w[SCATTER_PPT], hi_w[SCATTER_PPT];
-    u32 held = 0xffffffffu;
+    u32 held = 0;  // meaningful from window 1 on
     for (u32 w = 0; w < nw; w++) {
         for (u32 b = tid; b < nbw; b += nthr) cnt[b] = 0;
         __syncthreads();
         const u32 bit = w * c;
         const u32 word = bit >> 5;
         const u32 shift = bit & 31;
-        const bool step = word == held + 1;
-        const bool fresh = word != held && !step;
+        const bool step = w != 0 && word == held + 1;
+        const bool fresh = w == 0 || (word != held && !step);
 #pragma unroll
         for (u32 p = 0; p < SCATTER_PPT; p++) {
             const u32 i = first + p * nthr + tid;
