@@ -566,60 +566,48 @@ impl GpuDevice {
         let per_bin = scatter_per_bin(entries, n, nw, nb >> s);
         let slab_log = scatter_slab_log(s, nb >> s, per_bin, self.shared_memory_per_block())
             .filter(|_| !direct);
-        if let Some(slab_log) = slab_log {
-            let f = kernel("msm_scatter_tiled")?;
-            let smem = scatter_shared_bytes(nb >> s, slab_log) as u32;
+        let (name, grid) = match slab_log {
+            Some(slab_log) => {
+                let smem = scatter_shared_bytes(nb >> s, slab_log) as u32;
+                let tile = SCATTER_PPT * SCATTER_THREADS as usize;
+                let grid = LaunchConfig {
+                    grid_dim: (n.div_ceil(tile) as u32, 1, 1),
+                    block_dim: (SCATTER_THREADS, 1, 1),
+                    shared_mem_bytes: smem,
+                };
+                ("msm_scatter_tiled", grid)
+            }
+            None => ("msm_scatter", cfg(n, 256)),
+        };
+        let f = kernel(name)?;
+        if slab_log.is_some() {
             f.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
+                grid.shared_mem_bytes as i32,
             )
             .map_err(self.drv("allowing msm_scatter_tiled its shared memory"))?;
-            let tile = SCATTER_PPT * SCATTER_THREADS as usize;
-            let grid = LaunchConfig {
-                grid_dim: (n.div_ceil(tile) as u32, 1, 1),
-                block_dim: (SCATTER_THREADS, 1, 1),
-                shared_mem_bytes: smem,
-            };
-            let mut l = stream.launch_builder(&f);
-            l.arg(&canon)
-                .arg(&n32)
-                .arg(&c)
-                .arg(&nw)
-                .arg(&s)
-                .arg(&slab_log)
-                .arg(&large)
-                .arg(&mut cursor)
-                .arg(&mut sorted)
-                .arg(&mut low);
-            // SAFETY: (const u32* canon[8 n], u32 n, u32 c, u32 nw, u32 s >= 1, u32 slab_log,
-            // const u32* large, u32* cursor, u32* sorted[entries], u8* low[entries]), the
-            // transposed scalars msm_scalars wrote; as for msm_scatter, every position written
-            // is a cursor's, which stays within its bin's (or large bucket's) span of
-            // `sorted` and `low`: a slab's reservation adds at most the digits the histogram
-            // counted for the bin; shared memory scatter_shared_bytes(nb >> s, slab_log) with
-            // nb >> s <= SCATTER_TILED_MAX_BINS, within the device's limit (scatter_slab_log);
-            // blocks of 1024 threads (a multiple of 32, as its warp votes need).
-            unsafe { l.launch(grid) }.map_err(self.drv("launching msm_scatter_tiled"))?;
-        } else {
-            let f = kernel("msm_scatter")?;
-            let mut l = stream.launch_builder(&f);
-            l.arg(&canon)
-                .arg(&n32)
-                .arg(&c)
-                .arg(&nw)
-                .arg(&s)
-                .arg(&large)
-                .arg(&mut cursor)
-                .arg(&mut sorted)
-                .arg(&mut low);
-            // SAFETY: (const u32* canon[8 n], u32 n, u32 c, u32 nw, u32 s, const u32* large,
-            // u32* cursor, u32* sorted[entries], u8* low[entries]); the cursors start at
-            // exclusive offsets of the counts the same digits produced (a small bin's entries
-            // advance the cursor of its first bucket, within the bin's span), so every
-            // position written is < entries; nw windows hold every digit
-            // (WindowPlan::choose); with s = 0 neither `large` nor `low` is touched.
-            unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scatter"))?;
         }
+        let mut l = stream.launch_builder(&f);
+        l.arg(&canon).arg(&n32).arg(&c).arg(&nw).arg(&s);
+        if let Some(slab_log) = slab_log.as_ref() {
+            l.arg(slab_log);
+        }
+        l.arg(&large)
+            .arg(&mut cursor)
+            .arg(&mut sorted)
+            .arg(&mut low);
+        // SAFETY: msm_scatter(const u32* canon[8 n] (the transposed scalars msm_scalars
+        // wrote), u32 n, u32 c, u32 nw, u32 s, const u32* large, u32* cursor,
+        // u32* sorted[entries], u8* low[entries]), and msm_scatter_tiled with `u32 slab_log`
+        // after s (s >= 1 there). The cursors start at exclusive offsets of the counts the
+        // same digits produced (a small bin's entries advance the cursor of its first bucket,
+        // within the bin's span; a tile's slab reserves at most the digits the histogram
+        // counted for its bin), so every position written is < entries; nw windows hold every
+        // digit (WindowPlan::choose); with s = 0 neither `large` nor `low` is touched. The
+        // tiled kernel's shared memory is scatter_shared_bytes(nb >> s, slab_log), nb >> s <=
+        // SCATTER_TILED_MAX_BINS, within the device's limit (scatter_slab_log), in blocks of
+        // 1024 threads (its launch bound; a multiple of 32, as its warp votes need).
+        unsafe { l.launch(grid) }.map_err(self.drv("launching the MSM scatter"))?;
         if s != 0 {
             mark("scatter");
             let f = kernel("msm_bin_sort")?;
