@@ -52,18 +52,18 @@ DEVI u32 window_bits(const u32* s, u32 w, u32 c) {
     return (u32)(v & ((1ull << c) - 1));
 }
 
+// The signed digit of a window whose c raw bits are `raw`, given the carry from the window
+// below: returns |d| (at most 2^(c-1)), sets neg, and sets carry for the window above.
+DEVI u32 recode(u32 raw, u32 c, u32& carry, bool& neg) {
+    const u32 d = raw + carry;
+    neg = d > (1u << (c - 1));
+    carry = neg ? 1u : 0u;
+    return neg ? (1u << c) - d : d;
+}
+
 // Signed digit of window w; returns |d| and sets neg. `carry` runs across windows.
 DEVI u32 signed_digit(const u32* s, u32 w, u32 c, u32& carry, bool& neg) {
-    u32 d = window_bits(s, w, c) + carry;
-    u32 half = 1u << (c - 1);
-    if (d > half) {
-        carry = 1;
-        neg = true;
-        return (1u << c) - d;
-    }
-    carry = 0;
-    neg = false;
-    return d;
+    return recode(window_bits(s, w, c), c, carry, neg);
 }
 
 // Bit length of a canonical 256-bit scalar (0 for zero).
@@ -317,27 +317,27 @@ extern "C" __global__ void __launch_bounds__(1024, 1) MSM_NAME(msm_scatter_tiled
     const u32 tid = threadIdx.x;
     const u32 first = blockIdx.x * SCATTER_PPT * nthr;
     u32 carries = 0;  // bit p: the carry into this window of point first + p * nthr + tid
-    // words `held` and held + 1 of each point: a window reads at most one new word a point
-    // (c < 32), so each word is read from memory once, not once a window
+    // words `held` and held + 1 of each point: window 0 reads words 0 and 1, and as c < 32 a
+    // later window starts in the word held before or the one after it, so each word is read
+    // from memory once, not once a window
     u32 lo_w[SCATTER_PPT], hi_w[SCATTER_PPT];
-    u32 held = 0;  // meaningful from window 1 on
+    u32 held = 0;
     for (u32 w = 0; w < nw; w++) {
         for (u32 b = tid; b < nbw; b += nthr) cnt[b] = 0;
         __syncthreads();
         const u32 bit = w * c;
         const u32 word = bit >> 5;
         const u32 shift = bit & 31;
-        const bool step = w != 0 && word == held + 1;
-        const bool fresh = w == 0 || (word != held && !step);
+        const bool step = word != held;  // word == held + 1 (never in window 0)
 #pragma unroll
         for (u32 p = 0; p < SCATTER_PPT; p++) {
             const u32 i = first + p * nthr + tid;
             const bool in = i < n;
-            if (step) {
+            if (w == 0) {
+                lo_w[p] = in ? canon[i] : 0u;
+                hi_w[p] = in ? canon[(size_t)n + i] : 0u;
+            } else if (step) {
                 lo_w[p] = hi_w[p];
-                hi_w[p] = in && word + 1 < 8 ? canon[(size_t)(word + 1) * n + i] : 0u;
-            } else if (fresh) {
-                lo_w[p] = in && word < 8 ? canon[(size_t)word * n + i] : 0u;
                 hi_w[p] = in && word + 1 < 8 ? canon[(size_t)(word + 1) * n + i] : 0u;
             }
         }
@@ -345,19 +345,14 @@ extern "C" __global__ void __launch_bounds__(1024, 1) MSM_NAME(msm_scatter_tiled
 #pragma unroll
         for (u32 p = 0; p < SCATTER_PPT; p++) {
             const u32 i = first + p * nthr + tid;
-            // the signed digit, as signed_digit computes it
             u32 d = 0;
             bool neg = false;
             if (i < n) {
                 const u64 a = lo_w[p];
                 const u64 b = hi_w[p];
-                d = (u32)(((a | (b << 32)) >> shift) & mask) + ((carries >> p) & 1u);
-                carries &= ~(1u << p);
-                if (d > nb) {
-                    d = (1u << c) - d;
-                    neg = true;
-                    carries |= 1u << p;
-                }
+                u32 carry = (carries >> p) & 1u;
+                d = recode((u32)(((a | (b << 32)) >> shift) & mask), c, carry, neg);
+                carries = (carries & ~(1u << p)) | (carry << p);
             }
             const u32 key = d != 0 ? w * nb + d - 1 : NO_BUCKET;
             const bool big = key != NO_BUCKET && bin_is_large(large, key >> s);
