@@ -273,6 +273,105 @@ fn scatter_shared_bytes(nbw: usize, slab_log: u32) -> usize {
     8 * nbw + ((5 * nbw) << slab_log)
 }
 
+/// One chunk's scalars as bucket lists (msm.cu's steps 1-5), which depend on the scalars
+/// only: any bases of the chunk's length can be summed with them (step 6 on).
+struct BucketLists {
+    /// Window width.
+    c: u32,
+    /// Number of windows; there are `nw << (c - 1)` buckets.
+    nw: u32,
+    /// Entries in the lists (non-zero digits).
+    entries: usize,
+    /// Entries a run (one accumulating thread).
+    k: u32,
+    /// Runs: `ceil(entries / k)`.
+    nruns: usize,
+    /// Rounds of the pairwise sum of split buckets' pieces.
+    rounds: u32,
+    /// The lists: (point index | sign << 31), bucket by bucket.
+    sorted: CudaSlice<u32>,
+    /// Bucket b's entries are `sorted[offsets[b]..offsets[b + 1]]`.
+    offsets: CudaSlice<u32>,
+    /// The bucket of each run's first entry.
+    run_first: CudaSlice<u32>,
+}
+
+/// Scalars sorted into bucket lists once, for MSMs with several sets of bases: the B query
+/// of a Groth16 proof has the same scalars in G1 and in G2
+/// ([`GpuDevice::msm_sort`], [`GpuDevice::msm_sorted`]). Holds device memory (about 5 bytes a
+/// non-zero digit) until dropped; at most [`MAX_CHUNK`] scalars.
+pub struct SortedScalars {
+    len: usize,
+    /// `None` when there are no scalars or every scalar is zero.
+    lists: Option<BucketLists>,
+}
+
+impl SortedScalars {
+    /// Number of scalars sorted.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no scalars were sorted.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for SortedScalars {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("SortedScalars");
+        d.field("len", &self.len);
+        if let Some(l) = &self.lists {
+            d.field("c", &l.c)
+                .field("windows", &l.nw)
+                .field("entries", &l.entries);
+        }
+        d.finish()
+    }
+}
+
+/// `CUZK_MSM_PROFILE=1`: the time of each step of a chunk on stderr, the device synchronised
+/// after each (so the steps are timed apart, and the MSM runs slower).
+struct Marks {
+    on: bool,
+    what: &'static str,
+    n: usize,
+    last: std::time::Instant,
+}
+
+impl Marks {
+    fn new(what: &'static str, n: usize) -> Self {
+        Marks {
+            on: std::env::var_os("CUZK_MSM_PROFILE").is_some(),
+            what,
+            n,
+            last: std::time::Instant::now(),
+        }
+    }
+
+    /// Prints the time since the last mark as `phase`'s.
+    fn mark(&mut self, dev: &GpuDevice, phase: &str) {
+        if self.on {
+            let _ = dev.stream().synchronize();
+            eprintln!(
+                "msm {} n={} {phase}: {:.2?}",
+                self.what,
+                self.n,
+                self.last.elapsed()
+            );
+            self.last = std::time::Instant::now();
+        }
+    }
+
+    /// Prints a line about the chunk.
+    fn note(&self, line: &str) {
+        if self.on {
+            eprintln!("msm {} n={} {line}", self.what, self.n);
+        }
+    }
+}
+
 fn cfg(threads: usize, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((threads as u32).div_ceil(block), 1, 1),
@@ -460,33 +559,81 @@ impl GpuDevice {
         Ok(acc)
     }
 
+    /// Sorts `scalars[range]` (at most [`MAX_CHUNK`] of them) into bucket lists once, for
+    /// [`GpuDevice::msm_sorted`] with bases of either curve: two MSMs over the same scalars
+    /// (the B query in G1 and G2) then pay for the sort once.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = range.len()))]
+    pub fn msm_sort(
+        &self,
+        scalars: &DeviceBuffer<Scalar>,
+        range: Range<usize>,
+    ) -> Result<SortedScalars> {
+        check_range(scalars.len(), &range)?;
+        if range.len() > MAX_CHUNK {
+            return Err(Error::Unsupported {
+                op: "msm_sort",
+                detail: format!("{} scalars (at most {MAX_CHUNK})", range.len()),
+            });
+        }
+        let len = range.len();
+        if len == 0 {
+            return Ok(SortedScalars { len, lists: None });
+        }
+        let mut marks = Marks::new("sort", len);
+        let lists = self.bucket_lists::<G1>(scalars.view(range), &mut marks)?;
+        Ok(SortedScalars { len, lists })
+    }
+
+    /// `sum_i s_i * bases[range.start + i]` for the scalars s that `sorted` was built from
+    /// ([`GpuDevice::msm_sort`]); `range.len()` must equal `sorted.len()` and lie within the
+    /// bases. The same result as [`GpuDevice::msm`] with those scalars.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, n = range.len()))]
+    pub fn msm_sorted<C: MsmCurve>(
+        &self,
+        bases: &Bases<C>,
+        range: Range<usize>,
+        sorted: &SortedScalars,
+    ) -> Result<C::Projective> {
+        check_range(bases.len(), &range)?;
+        check_len("msm_sorted", sorted.len(), range.len())?;
+        match (&sorted.lists, bases.buf.as_ref()) {
+            (Some(lists), Some(buf)) => {
+                let mut marks = Marks::new(C::NAME, range.len());
+                self.reduce_lists::<C>(buf.view(range), lists, &mut marks)
+            }
+            // no scalars, or every scalar zero (an empty range when there are no bases)
+            _ => Ok(C::Projective::identity()),
+        }
+    }
+
     fn msm_chunk<C: MsmCurve>(
         &self,
         bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
         scalars: CudaView<'_, FrRaw>,
     ) -> Result<C::Projective> {
+        let mut marks = Marks::new(C::NAME, scalars.len());
+        match self.bucket_lists::<C>(scalars, &mut marks)? {
+            Some(lists) => self.reduce_lists::<C>(bases, &lists, &mut marks),
+            None => Ok(C::Projective::identity()),
+        }
+    }
+
+    /// Steps 1-5 of one chunk (see msm.cu): the scalars' window plan and their bucket lists,
+    /// or `None` when every scalar is zero. Independent of the curve; `C` picks the module
+    /// whose copy of the sorting kernels runs.
+    fn bucket_lists<C: MsmCurve>(
+        &self,
+        scalars: CudaView<'_, FrRaw>,
+        marks: &mut Marks,
+    ) -> Result<Option<BucketLists>> {
         let n = scalars.len();
         let n32 = n as u32;
         let stream = self.stream().clone();
         let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
-        let profile = std::env::var_os("CUZK_MSM_PROFILE").is_some();
-        let mut last = std::time::Instant::now();
-        let mut mark = |phase: &str| {
-            if profile {
-                let _ = stream.synchronize();
-                eprintln!("msm {} n={n} {phase}: {:.2?}", C::NAME, last.elapsed());
-                last = std::time::Instant::now();
-            }
-        };
         let alloc_u32 = |len: usize| -> Result<CudaSlice<u32>> {
             stream
                 .alloc_zeros::<u32>(len)
                 .map_err(self.drv("allocating MSM scratch"))
-        };
-        let alloc_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
-            // SAFETY: every element is written by the kernel that produces it before it is read.
-            unsafe { stream.alloc::<u64>(count * C::XYZZ_LIMBS) }
-                .map_err(self.drv("allocating MSM buckets"))
         };
 
         // 1. scalars to canonical integers, and the window plan from their bit lengths
@@ -502,15 +649,13 @@ impl GpuDevice {
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
         let bit_hist = self.read_back(&bit_hist, "reading the scalars' bit lengths")?;
         let Some(WindowPlan { c, windows: nw }) = WindowPlan::choose(&bit_hist, n) else {
-            return Ok(C::Projective::identity()); // every scalar is zero
+            return Ok(None); // every scalar is zero
         };
         let nb = 1usize << (c - 1);
         let nbuckets = nw as usize * nb;
         let nbuckets32 = nbuckets as u32;
-        mark("scalars");
-        if profile {
-            eprintln!("msm {} n={n} plan: c={c}, {nw} windows", C::NAME);
-        }
+        marks.mark(self, "scalars");
+        marks.note(&format!("plan: c={c}, {nw} windows"));
 
         // 2. histogram of bucket sizes
         let mut counts = alloc_u32(nbuckets)?;
@@ -520,7 +665,7 @@ impl GpuDevice {
         // SAFETY: (const u32* canon[8 n] (transposed), u32 n, u32 c, u32 nw,
         // u32* counts[nw * 2^(c-1)]).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_histogram"))?;
-        mark("histogram");
+        marks.mark(self, "histogram");
 
         // 3. offsets (and cursors for the scatter)
         let mut offsets = alloc_u32(nbuckets + 1)?;
@@ -532,7 +677,7 @@ impl GpuDevice {
             "reading the MSM entry count",
         )?;
         let entries = entries[0] as usize;
-        mark("scan");
+        marks.mark(self, "scan");
 
         // 4. bucket lists: entries binned by 2^s consecutive buckets, then each bin sorted
         // (see msm.cu; s = 0 writes final positions at once)
@@ -609,7 +754,7 @@ impl GpuDevice {
         // 1024 threads (its launch bound; a multiple of 32, as its warp votes need).
         unsafe { l.launch(grid) }.map_err(self.drv("launching the MSM scatter"))?;
         if s != 0 {
-            mark("scatter");
+            marks.mark(self, "scatter");
             let f = kernel("msm_bin_sort")?;
             let smem = (cap * 4) as u32;
             f.set_attribute(
@@ -639,7 +784,7 @@ impl GpuDevice {
         drop(low);
         drop(cursor);
         drop(canon);
-        mark(if s == 0 { "scatter" } else { "bin sort" });
+        marks.mark(self, if s == 0 { "scatter" } else { "bin sort" });
 
         // 5. runs of k consecutive entries, across bucket boundaries: one thread each, so
         // every thread makes k additions whatever the bucket sizes (with one thread per bucket,
@@ -651,7 +796,6 @@ impl GpuDevice {
         // twice the mean, that was 38 ms of a 2^24 G2 MSM.
         let k = (4 * entries.div_ceil(nbuckets)).max(16) as u32;
         let nruns = entries.div_ceil(k as usize);
-        let (nruns32, entries32) = (nruns as u32, entries as u32);
         let mut run_first = alloc_u32(nruns)?;
         let mut longest = alloc_u32(1)?;
         let f = kernel("msm_run_first")?;
@@ -668,7 +812,50 @@ impl GpuDevice {
         let longest = self.read_back(&longest, "reading the MSM's longest split bucket")?;
         // rounds of the pairwise sum: ceil(log2(most pieces)), 0 when no bucket was split
         let rounds = longest[0].max(1).next_power_of_two().trailing_zeros();
-        mark("runs");
+        marks.mark(self, "runs");
+        Ok(Some(BucketLists {
+            c,
+            nw,
+            entries,
+            k,
+            nruns,
+            rounds,
+            sorted,
+            offsets,
+            run_first,
+        }))
+    }
+
+    /// Steps 6-9 of one chunk (see msm.cu): the bucket sums of `bases` (the chunk's points,
+    /// as many as the scalars `lists` was built from) and the windows' weighted sums.
+    fn reduce_lists<C: MsmCurve>(
+        &self,
+        bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
+        lists: &BucketLists,
+        marks: &mut Marks,
+    ) -> Result<C::Projective> {
+        let stream = self.stream().clone();
+        let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
+        let alloc_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
+            // SAFETY: every element is written by the kernel that produces it before it is read.
+            unsafe { stream.alloc::<u64>(count * C::XYZZ_LIMBS) }
+                .map_err(self.drv("allocating MSM buckets"))
+        };
+        let BucketLists {
+            c,
+            nw,
+            entries,
+            k,
+            nruns,
+            rounds,
+            ref sorted,
+            ref offsets,
+            ref run_first,
+        } = *lists;
+        let nb = 1usize << (c - 1);
+        let nbuckets = nw as usize * nb;
+        let nbuckets32 = nbuckets as u32;
+        let (nruns32, entries32) = (nruns as u32, entries as u32);
 
         // 6. bucket sums: whole buckets straight from the runs, split ones from their pieces
         let alloc_zeroed_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
@@ -684,10 +871,10 @@ impl GpuDevice {
         )?;
         let mut l = stream.launch_builder(&f);
         l.arg(&bases)
-            .arg(&sorted)
-            .arg(&offsets)
+            .arg(sorted)
+            .arg(offsets)
             .arg(&nbuckets32)
-            .arg(&run_first)
+            .arg(run_first)
             .arg(&nruns32)
             .arg(&entries32)
             .arg(&k);
@@ -697,8 +884,7 @@ impl GpuDevice {
         // Xyzz* buckets[nbuckets] zeroed, Xyzz* partial[2 * nruns] zeroed); sorted entries
         // index points < n; a thread writes buckets it holds wholly and its own two slots.
         unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
-        drop(sorted);
-        mark("accumulate");
+        marks.mark(self, "accumulate");
         let accumulate_kernel =
             |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX));
         let f = accumulate_kernel("msm_fix_round")?;
@@ -706,8 +892,8 @@ impl GpuDevice {
             let stride = 1u32 << r;
             let mut l = stream.launch_builder(&f);
             l.arg(&mut partial)
-                .arg(&offsets)
-                .arg(&run_first)
+                .arg(offsets)
+                .arg(run_first)
                 .arg(&nruns32)
                 .arg(&k)
                 .arg(&stride);
@@ -722,8 +908,8 @@ impl GpuDevice {
             let f = accumulate_kernel("msm_fix_store")?;
             let mut l = stream.launch_builder(&f);
             l.arg(&partial)
-                .arg(&offsets)
-                .arg(&run_first)
+                .arg(offsets)
+                .arg(run_first)
                 .arg(&nruns32)
                 .arg(&k)
                 .arg(&mut buckets);
@@ -733,9 +919,7 @@ impl GpuDevice {
             unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_fix_store"))?;
         }
         drop(partial);
-        drop(offsets);
-        drop(run_first);
-        mark("fix");
+        marks.mark(self, "fix");
 
         // 7. weighted window sums per segment
         let seg = (nbuckets / 65536).next_power_of_two().clamp(1, nb);
@@ -753,7 +937,7 @@ impl GpuDevice {
         // SAFETY: (const Xyzz* buckets[nw * nb], u32 nb, u32 seg, u32 nsegs, Xyzz* out[nsegs]).
         unsafe { l.launch(cfg(nsegs, 128)) }.map_err(self.drv("launching msm_segments"))?;
         drop(buckets);
-        mark("segments");
+        marks.mark(self, "segments");
 
         // 8. tree reduction inside each window, four at a time: the last levels have few
         // threads, so their serial additions are latency (measured on an H200: groups of 32
@@ -771,7 +955,7 @@ impl GpuDevice {
             level = next;
             per_window /= group;
         }
-        mark("reduce");
+        marks.mark(self, "reduce");
 
         // 9. host: finish each window and combine with Horner's rule
         let limbs = self.read_back(&level, "copying MSM windows to the host")?;
@@ -785,7 +969,7 @@ impl GpuDevice {
                 acc += C::from_xyzz(&limbs[at..at + C::XYZZ_LIMBS]);
             }
         }
-        mark("host");
+        marks.mark(self, "host");
         Ok(acc)
     }
 

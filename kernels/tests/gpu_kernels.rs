@@ -832,6 +832,82 @@ fn msm_chunked_matches_blstrs() {
     println!("chunked MSMs ok");
 }
 
+/// Scalars sorted once ([`GpuDevice::msm_sort`]) and summed with G1 and G2 bases
+/// ([`GpuDevice::msm_sorted`]), as the B query is: each result equals blstrs' on the same
+/// scalars. Random scalars with the edge cases of `msm_case`, Filecoin-shaped ones, every
+/// scalar zero, a sub-range of longer scalar and base buffers, no scalars; and the errors.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn msm_sorted_once_matches_blstrs_in_g1_and_g2() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let n = (1 << 16) + 1;
+    let mut p1 = g1_points(seed, n + 9);
+    let p2 = g2_points(seed + 1, n + 9);
+    // the edge cases (identity and repeated points) among the G1 bases the MSMs use
+    let random = msm_case(seed + 2, n, &mut p1[9..], G1Affine::identity());
+    let b1 = dev.upload_g1_bases(&p1).unwrap();
+    let b2 = dev.upload_g2_bases(&p2).unwrap();
+    let cases = [
+        ("random", random),
+        ("Filecoin-shaped", filecoin_scalars(seed + 3, n)),
+        ("all zero", vec![Scalar::ZERO; n]),
+        (
+            "r - 1 and 1",
+            (0..n)
+                .map(|i| if i % 3 == 0 { minus_one() } else { Scalar::ONE })
+                .collect(),
+        ),
+    ];
+    for (what, sc) in &cases {
+        // 5 scalars in front; bases from offset 9
+        let padded = scalars_with_prefix(seed + 4, 5, sc);
+        let d = dev.upload(&padded).unwrap();
+        let sorted = dev.msm_sort(&d, 5..5 + n).unwrap();
+        assert_eq!(sorted.len(), n);
+        let want1 = msm_g1_cpu(&p1[9..9 + n], sc);
+        let want2 = msm_g2_cpu(&p2[9..9 + n], sc);
+        // G2 first, then G1: the lists are not consumed
+        assert_eq!(
+            dev.msm_sorted(&b2, 9..9 + n, &sorted).unwrap(),
+            want2,
+            "G2, {what} (seed {seed})"
+        );
+        assert_eq!(
+            dev.msm_sorted(&b1, 9..9 + n, &sorted).unwrap(),
+            want1,
+            "G1, {what} (seed {seed})"
+        );
+        assert_eq!(
+            dev.msm_sorted(&b2, 9..9 + n, &sorted).unwrap(),
+            want2,
+            "G2 again, {what} (seed {seed})"
+        );
+        // and the same as the MSM that sorts for itself
+        assert_eq!(
+            dev.msm_at(&b1, 9..9 + n, &d, 5).unwrap(),
+            want1,
+            "G1 msm_at, {what}"
+        );
+        // a range of another length, or outside the bases, is refused
+        assert!(dev.msm_sorted(&b1, 9..9 + n - 1, &sorted).is_err());
+        assert!(dev.msm_sorted(&b1, 10..10 + n, &sorted).is_err());
+    }
+    let d = dev.upload(&cases[0].1).unwrap();
+    let empty = dev.msm_sort(&d, 3..3).unwrap();
+    assert!(empty.is_empty());
+    assert_eq!(
+        dev.msm_sorted(&b1, 4..4, &empty).unwrap(),
+        G1Projective::identity()
+    );
+    assert!(
+        dev.msm_sort(&d, 0..n + 1).is_err(),
+        "a range past the scalars"
+    );
+    println!("sorted-once MSMs ok");
+}
+
 /// `prefix` random scalars, then `rest`.
 fn scalars_with_prefix(seed: u64, prefix: usize, rest: &[Scalar]) -> Vec<Scalar> {
     let mut v = scalars(seed, prefix);

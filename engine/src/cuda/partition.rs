@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use blstrs::{G2Affine, G2Projective, Scalar};
+use cuzk_kernels::msm::MAX_CHUNK;
 use cuzk_kernels::{DeviceBuffer, GpuDevice, PciId, Staging};
 use cuzk_pce::{Assignment, Density};
 use ff::Field;
@@ -488,16 +489,27 @@ pub fn prove_msms(
             head_then_selected(dev, &b_inputs, d_aux.as_ref(), &b_words, lens.b_g1)
         })?;
         drop(d_aux); // aux values: every query's scalars are built
-        let b_g1 = phase(
+                     // B in G1 and in G2 on the device have the same scalars: sorted into bucket lists once
+                     // (when they fit one MSM chunk, as every Filecoin circuit's do), in B G1's phase
+        let b_sorted = phase(
             dev,
             partition,
             "msm_b_g1",
             &mut t.msm_b_g1,
             || match &b_scalars {
-                Some(s) => dev.msm(&srs.b_g1, 0..lens.b_g1, s),
-                None => Ok(Group::identity()),
+                Some(s) if host.is_none() && lens.b_g1 <= MAX_CHUNK => {
+                    dev.msm_sort(s, 0..lens.b_g1).map(Some)
+                }
+                _ => Ok(None),
             },
         )?;
+        let b_g1 = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
+            match (&b_sorted, &b_scalars) {
+                (Some(sorted), _) => dev.msm_sorted(&srs.b_g1, 0..lens.b_g1, sorted),
+                (None, Some(s)) => dev.msm(&srs.b_g1, 0..lens.b_g1, s),
+                (None, None) => Ok(Group::identity()),
+            }
+        })?;
         let b_g2 = match host {
             Some(handle) => {
                 let span = info_span!("msm_b_g2", device = %dev.pci_id(), partition, host = true);
@@ -522,14 +534,15 @@ pub fn prove_msms(
                         got: lens.b_g2,
                     });
                 }
-                match &b_scalars {
-                    Some(s) => dev.msm(&srs.b_g2, 0..lens.b_g2, s),
-                    None => Ok(Group::identity()),
+                match (&b_sorted, &b_scalars) {
+                    (Some(sorted), _) => dev.msm_sorted(&srs.b_g2, 0..lens.b_g2, sorted),
+                    (None, Some(s)) => dev.msm(&srs.b_g2, 0..lens.b_g2, s),
+                    (None, None) => Ok(Group::identity()),
                 }
             })?,
         };
         phase(dev, partition, "download", &mut t.download, || {
-            drop(b_scalars);
+            drop((b_sorted, b_scalars));
             Ok(())
         })?;
         let waited = Instant::now();
