@@ -489,15 +489,18 @@ pub fn prove_msms(
             head_then_selected(dev, &b_inputs, d_aux.as_ref(), &b_words, lens.b_g1)
         })?;
         drop(d_aux); // aux values: every query's scalars are built
-                     // B in G1 and in G2 on the device have the same scalars: sorted into bucket lists once
-                     // (when they fit one MSM chunk, as every Filecoin circuit's do), in B G1's phase
+
+        // B in G1 and in G2 on the device have the same scalars: sorted into bucket lists once
+        // (when they fit one MSM chunk, as every Filecoin circuit's do), in B G1's phase.
+        // CUZK_MSM_SORT_ONCE=0 sorts them for each MSM, to compare the two on a device.
+        let sort_once = std::env::var("CUZK_MSM_SORT_ONCE").map_or(true, |v| v != "0");
         let b_sorted = phase(
             dev,
             partition,
             "msm_b_g1",
             &mut t.msm_b_g1,
             || match &b_scalars {
-                Some(s) if host.is_none() && lens.b_g1 <= MAX_CHUNK => {
+                Some(s) if sort_once && host.is_none() && lens.b_g1 <= MAX_CHUNK => {
                     dev.msm_sort(s, 0..lens.b_g1).map(Some)
                 }
                 _ => Ok(None),
