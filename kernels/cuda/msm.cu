@@ -41,30 +41,7 @@ typedef Affine<PF> PAffine;
 typedef Xyzz<PF> PXyzz;
 
 #ifndef MSM_ACCUMULATE_ONLY
-// Window w of a canonical 256-bit scalar (8 little-endian words), c <= 31 bits.
-DEVI u32 window_bits(const u32* s, u32 w, u32 c) {
-    u32 bit = w * c;
-    u32 word = bit >> 5;
-    u32 shift = bit & 31;
-    u64 lo = word < 8 ? s[word] : 0;
-    u64 hi = word + 1 < 8 ? s[word + 1] : 0;
-    u64 v = (lo | (hi << 32)) >> shift;
-    return (u32)(v & ((1ull << c) - 1));
-}
-
-// The signed digit of a window whose c raw bits are `raw`, given the carry from the window
-// below: returns |d| (at most 2^(c-1)), sets neg, and sets carry for the window above.
-DEVI u32 recode(u32 raw, u32 c, u32& carry, bool& neg) {
-    const u32 d = raw + carry;
-    neg = d > (1u << (c - 1));
-    carry = neg ? 1u : 0u;
-    return neg ? (1u << c) - d : d;
-}
-
-// Signed digit of window w; returns |d| and sets neg. `carry` runs across windows.
-DEVI u32 signed_digit(const u32* s, u32 w, u32 c, u32& carry, bool& neg) {
-    return recode(window_bits(s, w, c), c, carry, neg);
-}
+// window_bits, recode, signed_digit and the held-word walk: msm_digits.cuh.
 
 // Bit length of a canonical 256-bit scalar (0 for zero).
 DEVI u32 bit_length(const Fr& s) {
@@ -317,41 +294,27 @@ extern "C" __global__ void __launch_bounds__(1024, 1) MSM_NAME(msm_scatter_tiled
     const u32 tid = threadIdx.x;
     const u32 first = blockIdx.x * SCATTER_PPT * nthr;
     u32 carries = 0;  // bit p: the carry into this window of point first + p * nthr + tid
-    // words `held` and held + 1 of each point: window 0 reads words 0 and 1, and as c < 32 a
-    // later window starts in the word held before or the one after it, so each word is read
-    // from memory once, not once a window
+    // words `held` and held + 1 of each point, each word read once (window_at, window_words)
     u32 lo_w[SCATTER_PPT], hi_w[SCATTER_PPT];
     u32 held = 0;
     for (u32 w = 0; w < nw; w++) {
         for (u32 b = tid; b < nbw; b += nthr) cnt[b] = 0;
         __syncthreads();
-        const u32 bit = w * c;
-        const u32 word = bit >> 5;
-        const u32 shift = bit & 31;
-        const bool step = word != held;  // word == held + 1 (never in window 0)
+        const WindowAt at = window_at(w, c, held);
 #pragma unroll
         for (u32 p = 0; p < SCATTER_PPT; p++) {
             const u32 i = first + p * nthr + tid;
-            const bool in = i < n;
-            if (w == 0) {
-                lo_w[p] = in ? canon[i] : 0u;
-                hi_w[p] = in ? canon[(size_t)n + i] : 0u;
-            } else if (step) {
-                lo_w[p] = hi_w[p];
-                hi_w[p] = in && word + 1 < 8 ? canon[(size_t)(word + 1) * n + i] : 0u;
-            }
+            window_words(w, at, lo_w[p], hi_w[p], canon + i, n, i < n);
         }
-        held = word;
+        held = at.word;
 #pragma unroll
         for (u32 p = 0; p < SCATTER_PPT; p++) {
             const u32 i = first + p * nthr + tid;
             u32 d = 0;
             bool neg = false;
             if (i < n) {
-                const u64 a = lo_w[p];
-                const u64 b = hi_w[p];
                 u32 carry = (carries >> p) & 1u;
-                d = recode((u32)(((a | (b << 32)) >> shift) & mask), c, carry, neg);
+                d = recode(window_raw(lo_w[p], hi_w[p], at, mask), c, carry, neg);
                 carries = (carries & ~(1u << p)) | (carry << p);
             }
             const u32 key = d != 0 ? w * nb + d - 1 : NO_BUCKET;

@@ -17,6 +17,7 @@ const CURVE_CUH: &str = include_str!("../cuda/curve.cuh");
 const FIELD_F64_CUH: &str = include_str!("../cuda/field_f64.cuh");
 const FIELD_OPS_CU: &str = include_str!("../cuda/field_ops.cu");
 const NTT_CU: &str = include_str!("../cuda/ntt.cu");
+const MSM_DIGITS_CUH: &str = include_str!("../cuda/msm_digits.cuh");
 const MSM_CU: &str = include_str!("../cuda/msm.cu");
 
 /// Keeps field products out of line in curve-heavy modules (compile time, code size).
@@ -87,13 +88,13 @@ const ACCUMULATE_ONLY: &str = "MSM_ACCUMULATE_ONLY";
 pub const MSM_G1: KernelModule = KernelModule {
     name: "msm_g1",
     defines: &["MSM_G1", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
-    sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
+    sources: &[FIELD_CUH, CURVE_CUH, MSM_DIGITS_CUH, MSM_CU],
 };
 /// G2 MSM kernels (suffix `_g2`) except `msm_accumulate`.
 pub const MSM_G2: KernelModule = KernelModule {
     name: "msm_g2",
     defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
-    sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
+    sources: &[FIELD_CUH, CURVE_CUH, MSM_DIGITS_CUH, MSM_CU],
 };
 /// G1 `msm_accumulate_g1`, `msm_fix_round_g1`, `msm_fix_store_g1` (and
 /// `curve_madd_rate_g1`) with every field product and point operation inlined: the bucket accumulation is most of an MSM's time, and out-of-line
