@@ -1,5 +1,6 @@
 // Pippenger MSM with signed window digits and counting-sort bucketing.
-// Requires field.cuh and curve.cuh; the host prepends `#define MSM_G1` or `#define MSM_G2`.
+// Requires field.cuh, curve.cuh and (but for the accumulation's module) msm_digits.cuh; the host
+// prepends `#define MSM_G1` or `#define MSM_G2`.
 // msm_accumulate is compiled in a module of its own (`#define MSM_ACCUMULATE_ONLY`, every
 // product and point operation inlined); the other kernels with `#define MSM_NO_ACCUMULATE`.
 //
