@@ -115,3 +115,25 @@ pub fn seed() -> u64 {
 pub fn g1_identity() -> G1Affine {
     G1Affine::identity()
 }
+
+/// Compiles `kernels/cuda/{name}.cpp` (a host check of kernel code: the `.cuh` it includes
+/// is the code the kernels run) with the host's C++ compiler (`$CXX`, else `c++`), C++17,
+/// `-O2` and `flags`, into a fresh temporary directory, and returns the executable's path.
+/// Panics with the compiler's name when it cannot run or fails: for tests only.
+pub fn compile_host_check(name: &str, flags: &[&str]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cuzk-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let exe = dir.join(name);
+    let cuda = concat!(env!("CARGO_MANIFEST_DIR"), "/cuda");
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let status = std::process::Command::new(&cxx)
+        .args(["-O2", "-std=c++17", "-I", cuda])
+        .args(flags)
+        .arg(format!("{cuda}/{name}.cpp"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {cxx}: {e}"));
+    assert!(status.success(), "{cxx} failed to compile cuda/{name}.cpp");
+    exe
+}

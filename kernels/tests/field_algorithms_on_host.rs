@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use blstrs::Scalar;
 use cuzk_kernels::layout::{fp_from_limbs, host, scalar_raw};
-use cuzk_kernels::testdata::{g1_points, scalars, seed};
+use cuzk_kernels::testdata::{compile_host_check, g1_points, scalars, seed};
 use ff::Field;
 
 fn hex(limbs: &[u64]) -> String {
@@ -29,29 +29,7 @@ fn limbs(hex: &str) -> Vec<u64> {
 fn field_algorithms_on_host_match_blstrs() {
     let seed = seed();
     println!("seed {seed}");
-    let dir = std::env::temp_dir().join(format!("cuzk-host-check-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join("host_check");
-    let cuda = concat!(env!("CARGO_MANIFEST_DIR"), "/cuda");
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let status = Command::new(&cxx)
-        .args([
-            "-O2",
-            "-std=c++17",
-            "-w",
-            "-frounding-math",
-            "-I",
-            cuda,
-            &format!("{cuda}/host_check.cpp"),
-            "-o",
-        ])
-        .arg(&exe)
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {cxx}: {e}"));
-    assert!(
-        status.success(),
-        "{cxx} failed to compile cuda/host_check.cpp"
-    );
+    let exe = compile_host_check("host_check", &["-w", "-frounding-math"]);
 
     let n = 2000;
     let a = scalars(seed, n);
@@ -136,5 +114,7 @@ fn field_algorithms_on_host_match_blstrs() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    if let Some(dir) = exe.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

@@ -7,32 +7,19 @@
 
 use std::process::Command;
 
-use cuzk_kernels::testdata::seed;
+use cuzk_kernels::testdata::{compile_host_check, seed};
 
 #[test]
 #[ignore = "needs a host C++ compiler (c++ or $CXX)"]
 fn msm_digits_on_host_sum_to_their_scalars() {
     let seed = seed();
     println!("seed {seed}");
-    let dir = std::env::temp_dir().join(format!("cuzk-digits-check-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join("digits_check");
-    let cuda = concat!(env!("CARGO_MANIFEST_DIR"), "/cuda");
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let status = Command::new(&cxx)
-        .args(["-O2", "-std=c++17", "-Wall", "-Werror", "-I", cuda])
-        .arg(format!("{cuda}/digits_check.cpp"))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {cxx}: {e}"));
-    assert!(
-        status.success(),
-        "{cxx} failed to compile cuda/digits_check.cpp"
-    );
+    let exe = compile_host_check("digits_check", &["-Wall", "-Werror"]);
     let out = Command::new(&exe).arg(seed.to_string()).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    std::fs::remove_dir_all(&dir).ok();
+    if let Some(dir) = exe.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     assert!(out.status.success(), "digits_check (seed {seed}): {text}");
     let words: Vec<&str> = text.split_whitespace().collect();
     assert_eq!(words.first(), Some(&"ok"), "digits_check: {text}");
