@@ -24,7 +24,7 @@ use cudarc::driver::{CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 use group::Group;
 
 use crate::compile::{KernelModule, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE};
-use crate::device::{check_len, DeviceBuffer, GpuDevice};
+use crate::device::{check_len, DeviceBuffer, GpuDevice, PciId};
 use crate::error::{Error, Result};
 use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
 
@@ -299,8 +299,12 @@ struct BucketLists {
 /// Scalars sorted into bucket lists once, for MSMs with several sets of bases: the B query
 /// of a Groth16 proof has the same scalars in G1 and in G2
 /// ([`GpuDevice::msm_sort`], [`GpuDevice::msm_sorted`]). Holds device memory (about 5 bytes a
-/// non-zero digit) until dropped; at most [`MAX_CHUNK`] scalars.
+/// non-zero digit) until dropped; at most [`MAX_CHUNK`] scalars. Only the device that sorted
+/// them can use them (checked), on the stream that sorted them: dropping frees the lists in
+/// that stream's order.
 pub struct SortedScalars {
+    /// The device holding the lists.
+    pci: PciId,
     len: usize,
     /// `None` when there are no scalars or every scalar is zero.
     lists: Option<BucketLists>,
@@ -321,7 +325,7 @@ impl SortedScalars {
 impl std::fmt::Debug for SortedScalars {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut d = f.debug_struct("SortedScalars");
-        d.field("len", &self.len);
+        d.field("pci", &self.pci).field("len", &self.len);
         if let Some(l) = &self.lists {
             d.field("c", &l.c)
                 .field("windows", &l.nw)
@@ -575,13 +579,17 @@ impl GpuDevice {
                 detail: format!("{} scalars (at most {MAX_CHUNK})", range.len()),
             });
         }
-        let len = range.len();
+        let (pci, len) = (self.pci_id(), range.len());
         if len == 0 {
-            return Ok(SortedScalars { len, lists: None });
+            return Ok(SortedScalars {
+                pci,
+                len,
+                lists: None,
+            });
         }
         let mut marks = Marks::new("sort", len);
         let lists = self.bucket_lists::<G1>(scalars.view(range), &mut marks)?;
-        Ok(SortedScalars { len, lists })
+        Ok(SortedScalars { pci, len, lists })
     }
 
     /// `sum_i s_i * bases[range.start + i]` for the scalars s that `sorted` was built from
@@ -596,6 +604,16 @@ impl GpuDevice {
     ) -> Result<C::Projective> {
         check_range(bases.len(), &range)?;
         check_len("msm_sorted", sorted.len(), range.len())?;
+        if sorted.pci != self.pci_id() {
+            return Err(Error::Unsupported {
+                op: "msm_sorted",
+                detail: format!(
+                    "scalars sorted on device {}, summed on device {}",
+                    sorted.pci,
+                    self.pci_id()
+                ),
+            });
+        }
         match (&sorted.lists, bases.buf.as_ref()) {
             (Some(lists), Some(buf)) => {
                 let mut marks = Marks::new(C::NAME, range.len());
