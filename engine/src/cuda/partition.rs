@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use blstrs::{G2Affine, G2Projective, Scalar};
 use cuzk_kernels::msm::MAX_CHUNK;
-use cuzk_kernels::{DeviceBuffer, GpuDevice, PciId, Staging};
+use cuzk_kernels::{Bases, DeviceBuffer, GpuDevice, MsmCurve, PciId, SortedScalars, Staging};
 use cuzk_pce::{Assignment, Density};
 use ff::Field;
 use group::Group;
@@ -169,6 +169,22 @@ fn alloc(dev: &GpuDevice, len: usize) -> cuzk_kernels::Result<Option<DeviceBuffe
         return Ok(None);
     }
     dev.alloc_zeroed(len).map(Some)
+}
+
+/// The B query's MSM over `bases[..n]`: from `sorted` when B's scalars were sorted once for
+/// both curves, else from `scalars` (sorting them itself); the identity without scalars.
+fn b_msm<C: MsmCurve>(
+    dev: &GpuDevice,
+    bases: &Bases<C>,
+    n: usize,
+    sorted: Option<&SortedScalars>,
+    scalars: Option<&DeviceBuffer<Scalar>>,
+) -> cuzk_kernels::Result<C::Projective> {
+    match (sorted, scalars) {
+        (Some(sorted), _) => dev.msm_sorted(bases, 0..n, sorted),
+        (None, Some(s)) => dev.msm(bases, 0..n, s),
+        (None, None) => Ok(Group::identity()),
+    }
 }
 
 /// `head` from the host followed by the elements of `aux` (on the device) selected by
@@ -507,11 +523,13 @@ pub fn prove_msms(
             },
         )?;
         let b_g1 = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
-            match (&b_sorted, &b_scalars) {
-                (Some(sorted), _) => dev.msm_sorted(&srs.b_g1, 0..lens.b_g1, sorted),
-                (None, Some(s)) => dev.msm(&srs.b_g1, 0..lens.b_g1, s),
-                (None, None) => Ok(Group::identity()),
-            }
+            b_msm(
+                dev,
+                &srs.b_g1,
+                lens.b_g1,
+                b_sorted.as_ref(),
+                b_scalars.as_ref(),
+            )
         })?;
         let b_g2 = match host {
             Some(handle) => {
@@ -537,11 +555,13 @@ pub fn prove_msms(
                         got: lens.b_g2,
                     });
                 }
-                match (&b_sorted, &b_scalars) {
-                    (Some(sorted), _) => dev.msm_sorted(&srs.b_g2, 0..lens.b_g2, sorted),
-                    (None, Some(s)) => dev.msm(&srs.b_g2, 0..lens.b_g2, s),
-                    (None, None) => Ok(Group::identity()),
-                }
+                b_msm(
+                    dev,
+                    &srs.b_g2,
+                    lens.b_g2,
+                    b_sorted.as_ref(),
+                    b_scalars.as_ref(),
+                )
             })?,
         };
         phase(dev, partition, "download", &mut t.download, || {
