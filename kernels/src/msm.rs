@@ -13,7 +13,9 @@
 //! equal to 1 land in, costs log depth), parallel running sums per window
 //! segment, a tree reduction per window, and a final Horner step over windows on the host
 //! with blstrs. Inputs of more than [`MAX_CHUNK`] points are processed in chunks whose
-//! results are added.
+//! results are added. The bucket lists depend on the scalars only: scalars summed with two
+//! sets of bases (the B query in G1 and G2) can be sorted once ([`GpuDevice::msm_sort`],
+//! [`GpuDevice::msm_sorted`]).
 
 use std::marker::PhantomData;
 use std::ops::Range;
