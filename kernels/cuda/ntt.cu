@@ -20,6 +20,19 @@
 //   so w_{2^t}^low = w28^(low * 2^(28 - t)) is one product of two entries, and a later
 //   stage's twiddle one more product (a pass with s + k > NTT_STAGE_BITS: about one product
 //   an element).
+//   top[x] = w27^x for x < 2^26 (NTT_TOP_BITS = 27; 2 GiB, built once per device on the
+//   device, optional): with it a pass with s + k > NTT_STAGE_BITS (the last pass of a 2^19..
+//   2^27 transform) reads every twiddle, w_{2^t}^x = top[x << (27 - t)], instead of computing
+//   it (the inverse: w^-x = -top[2^26 - x] for x > 0, since w27^(2^26) = -1). Not for coset
+//   passes, whose twiddles carry ct[t] and keep their product.
+// Source and destination: a pass reads `src` and writes `dst`. A strided pass touches the
+// same positions in both, so it may run in place (src == dst) or move the data to another
+// buffer. The first pass (s == 0) may fuse the bit reversal (flag NTT_REV, src != dst): the
+// DIT pass then reads its columns from natural-order `src` at bit-reversed positions, and
+// the DIF pass (the last of the transposed network) writes them to `dst` in natural order.
+// Block b then takes the columns rev(b 2^c + cc), cc < 2^c (rev over logn - k bits), so that
+// the bit-reversed side of consecutive blocks lies in runs: element j of that column is
+// at (rev_k(j) << (logn - k)) | (b 2^c + cc).
 // Coset transforms (ntt_pass_coset, ntt_pass_dif_coset): a DIT network on bit-reversed input
 // absorbs input factors gamma^e, and a DIF network on natural input output factors gamma^e,
 // into its twiddles: every twiddle of stage t (of logn) times ct[t] = gamma^(2^(logn - t))
@@ -35,6 +48,10 @@
 #define NTT_MAX_K 9
 #define NTT_ROOT_BITS 14
 #define NTT_STAGE_BITS 18
+#define NTT_TOP_BITS 27
+// flags of a pass
+#define NTT_REV 1u
+#define NTT_TOP_INV 2u
 
 DEVI u32 bitrev_bits(u32 x, u32 bits) { return bits ? __brev(x) >> (32 - bits) : 0u; }
 DEVI u32 pad(u32 e) { return e + (e >> 3); }
@@ -154,10 +171,13 @@ DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i,
 // DIF: the transposed pass (ntt_pass_dif), stages in reverse order.
 // COSET: a coset transform; ct[t] (1 <= t <= logn) multiplies every twiddle of stage t, and
 // `stage` is the matching coset stage table (see the top). Plain transforms do not read ct.
+// flags: NTT_REV (s == 0 only) fuses the bit reversal; NTT_TOP_INV: `top` holds the forward
+// powers and this pass wants the inverse twiddles. top: the top table, or null.
 template <bool DIF, bool COSET>
-DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const Fr* __restrict__ small,
-                        const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi,
-                        const Fr* __restrict__ stage, const Fr* __restrict__ ct) {
+DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
+                        const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
+                        const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
+                        const Fr* __restrict__ top, const Fr* __restrict__ ct) {
     extern __shared__ uint4 sm[];
     const u32 cols = 1u << c;
     const u32 nb = 1u << (k + c);
@@ -170,17 +190,41 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
     const u32 tid = threadIdx.x;
     const u32 nthr = blockDim.x;
     const u32 kmask = (1u << k) - 1;
-    // a strided pass whose stages all lie in the stage table reads its twiddles from it
+    // a strided pass whose stages all lie in the stage table reads its twiddles from it,
+    // another reads them from the top table when there is one (never for a coset pass)
     const bool tabled = s != 0 && s + k <= NTT_STAGE_BITS;
+    const bool topped = !COSET && s != 0 && !tabled && top != nullptr;
+    const bool rev = s == 0 && (flags & NTT_REV);
+    // the first pass with the bit reversal: log2 of the column count
+    const u32 hb = logn - k;
 
     // 1. load the block's columns: column col, element j at smem pad((col << k) + j)
     size_t base = 0;
     u32 low0 = 0;
-    if (s == 0) {
+    if (rev && !DIF) {
+        // element j of column rev(r) from bit-reversed position (rev(j) << hb) | r; cc
+        // fastest, so a warp reads runs of 2^c consecutive elements
+#pragma unroll 4
+        for (u32 l = tid; l < nb; l += nthr) {
+            const u32 cc = l & (cols - 1);
+            const u32 j = l >> c;
+            const size_t r = ((size_t)blockIdx.x << c) + cc;
+            buf.set(pad((cc << k) + j), ld_vec(src + (((size_t)bitrev_bits(j, k) << hb) | r)));
+        }
+    } else if (rev) {
+        // column rev(r), contiguous in src
+#pragma unroll 4
+        for (u32 l = tid; l < nb; l += nthr) {
+            const u32 cc = l >> k;
+            const u32 j = l & kmask;
+            const size_t col = bitrev_bits((blockIdx.x << c) + cc, hb);
+            buf.set(pad(l), ld_vec(src + (col << k) + j));
+        }
+    } else if (s == 0) {
         // the first pass: 2^c consecutive columns, contiguous
         base = (size_t)blockIdx.x << (k + c);
 #pragma unroll 4
-        for (u32 l = tid; l < nb; l += nthr) buf.set(pad(l), ld_vec(a + base + l));
+        for (u32 l = tid; l < nb; l += nthr) buf.set(pad(l), ld_vec(src + base + l));
     } else {
         const u32 lowblocks = 1u << (s - c);
         low0 = (blockIdx.x & (lowblocks - 1)) << c;
@@ -190,10 +234,10 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
         for (u32 l = tid; l < nb; l += nthr) {
             const u32 col = l & (cols - 1);
             const u32 j = l >> c;
-            buf.set(pad((col << k) + j), ld_vec(a + base + col + ((size_t)j << s)));
+            buf.set(pad((col << k) + j), ld_vec(src + base + col + ((size_t)j << s)));
         }
         // w_low of column col at stage i (t = s + i + 1): w28^(low << (28 - t))
-        for (u32 e = tid; !tabled && e < cols * k; e += nthr) {
+        for (u32 e = tid; !tabled && !topped && e < cols * k; e += nthr) {
             const u32 col = e / k;
             const u32 i = e - col * k;
             const u32 x = (low0 + col) << (28 - (s + i + 1));
@@ -213,6 +257,11 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
         if (tabled) {
             // w_{2^t}^(low + j' 2^s) with t = s + i + 1
             w = ld_vec(stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
+        } else if (topped) {
+            // the same power of w_{2^t} as a power of w27: x < 2^(t-1) << (27 - t) = 2^26
+            const u32 x = (low0 + (e >> k) + (jp << s)) << (NTT_TOP_BITS - (s + i + 1));
+            if ((flags & NTT_TOP_INV) && x != 0) w = neg(ld_vec(top + ((1u << (NTT_TOP_BITS - 1)) - x)));
+            else w = ld_vec(top + x);
         } else if (COSET && s == 0) {
             // the coset table's entry 2^i + j' (the stage table's layout)
             w = ld_vec(stage + r);
@@ -241,22 +290,27 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
             Fr x1 = buf.get(pad(j0 + h));
             Fr x2 = buf.get(pad(j0 + 2 * h));
             Fr x3 = buf.get(pad(j0 + 3 * h));
-            // stage 1 of a plain transform (s == 0, i == 0) has twiddle 1
+            // stage 1 of a plain transform (s == 0, i == 0) has twiddle 1, and so has stage
+            // 2's butterfly (x0, x2): w_4^0. The products are written apart from the
+            // butterflies ((x, y t) for DIT, (x + y, (x - y) t) for DIF) and in this order
+            // because other forms of the same skips took ntt_pass to 88-96 registers and
+            // ntt_pass_dif to 82, which costs a block an SM (80 fit 6 blocks of 128 threads).
             const bool one = !COSET && s == 0 && i == 0;
             if (!DIF) {
-                if (one) {
-                    butterfly1(x0, x1);
-                    butterfly1(x2, x3);
-                } else {
+                if (!one) {
                     const Fr t1 = tw.get(tb + h + jp);
-                    butterfly(x0, x1, t1);
-                    butterfly(x2, x3, t1);
+                    x1 = x1 * t1;
+                    x3 = x3 * t1;
                 }
-                butterfly(x0, x2, tw.get(tb + 2 * h + jp));
+                butterfly1(x0, x1);
+                butterfly1(x2, x3);
+                if (!one) x2 = x2 * tw.get(tb + 2 * h + jp);
+                butterfly1(x0, x2);
                 butterfly(x1, x3, tw.get(tb + 3 * h + jp));
             } else {
-                butterfly_dif(x0, x2, tw.get(tb + 2 * h + jp));
                 butterfly_dif(x1, x3, tw.get(tb + 3 * h + jp));
+                butterfly1_dif(x0, x2);
+                if (!one) x2 = x2 * tw.get(tb + 2 * h + jp);
                 if (one) {
                     butterfly1_dif(x0, x1);
                     butterfly1_dif(x2, x3);
@@ -275,48 +329,81 @@ DEVI void ntt_pass_body(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c, const
     }
     if (!DIF && (k & 1)) ntt_radix2<false, COSET>(buf, tw, s, k, k - 1, tid, nthr, nb);
 
-    // 4. store where the block read
-    if (s == 0) {
+    // 4. store where the block read (in dst), or with the bit reversal where it belongs
+    if (rev && !DIF) {
+        // column rev(r), contiguous in dst
 #pragma unroll 4
-        for (u32 l = tid; l < nb; l += nthr) st_vec(a + base + l, buf.get(pad(l)));
+        for (u32 l = tid; l < nb; l += nthr) {
+            const u32 cc = l >> k;
+            const u32 j = l & kmask;
+            const size_t col = bitrev_bits((blockIdx.x << c) + cc, hb);
+            st_vec(dst + (col << k) + j, buf.get(pad(l)));
+        }
+    } else if (rev) {
+        // element j of column rev(r) to natural position (rev(j) << hb) | r
+#pragma unroll 4
+        for (u32 l = tid; l < nb; l += nthr) {
+            const u32 cc = l & (cols - 1);
+            const u32 j = l >> c;
+            const size_t r = ((size_t)blockIdx.x << c) + cc;
+            st_vec(dst + (((size_t)bitrev_bits(j, k) << hb) | r), buf.get(pad((cc << k) + j)));
+        }
+    } else if (s == 0) {
+#pragma unroll 4
+        for (u32 l = tid; l < nb; l += nthr) st_vec(dst + base + l, buf.get(pad(l)));
     } else {
 #pragma unroll 4
         for (u32 l = tid; l < nb; l += nthr) {
             const u32 col = l & (cols - 1);
             const u32 j = l >> c;
-            st_vec(a + base + col + ((size_t)j << s), buf.get(pad((col << k) + j)));
+            st_vec(dst + base + col + ((size_t)j << s), buf.get(pad((col << k) + j)));
         }
     }
 }
 
 // grid: 2^(logn - k - c) blocks of any number of threads (the host uses 2^(k+c-2), >= 1).
-// Needs c <= s for s > 0 and c <= logn - k for s == 0.
-extern "C" __global__ void ntt_pass(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
+// Needs c <= s for s > 0 and c <= logn - k for s == 0; src == dst, or two buffers of 2^logn
+// that do not overlap; NTT_REV only with s == 0 and src != dst (see the top); top non-null
+// only for logn <= NTT_TOP_BITS.
+extern "C" __global__ void ntt_pass(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
                                     const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
-                                    const Fr* __restrict__ root_hi, const Fr* __restrict__ stage) {
-    ntt_pass_body<false, false>(a, logn, s, k, c, small, root_lo, root_hi, stage, nullptr);
+                                    const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
+                                    const Fr* __restrict__ top) {
+    ntt_pass_body<false, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr);
 }
 
 // The same launch shape and shared memory as ntt_pass; the host runs the passes in reverse.
-extern "C" __global__ void ntt_pass_dif(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
+extern "C" __global__ void ntt_pass_dif(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
                                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
-                                        const Fr* __restrict__ root_hi, const Fr* __restrict__ stage) {
-    ntt_pass_body<true, false>(a, logn, s, k, c, small, root_lo, root_hi, stage, nullptr);
+                                        const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
+                                        const Fr* __restrict__ top) {
+    ntt_pass_body<true, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr);
 }
 
 // The coset transforms (DIT with input factors g^e, DIF with output factors g^-e): the same
-// launch shape and shared memory, `stage` a coset stage table and ct its multipliers.
-extern "C" __global__ void ntt_pass_coset(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
+// launch shape and shared memory, `stage` a coset stage table and ct its multipliers; no top
+// table (their twiddles carry ct[t]).
+extern "C" __global__ void ntt_pass_coset(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
                                           const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                                           const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                                           const Fr* __restrict__ ct) {
-    ntt_pass_body<false, true>(a, logn, s, k, c, small, root_lo, root_hi, stage, ct);
+    ntt_pass_body<false, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, nullptr, ct);
 }
-extern "C" __global__ void ntt_pass_dif_coset(Fr* __restrict__ a, u32 logn, u32 s, u32 k, u32 c,
-                                              const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
-                                              const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
-                                              const Fr* __restrict__ ct) {
-    ntt_pass_body<true, true>(a, logn, s, k, c, small, root_lo, root_hi, stage, ct);
+extern "C" __global__ void ntt_pass_dif_coset(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c,
+                                              u32 flags, const Fr* __restrict__ small,
+                                              const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi,
+                                              const Fr* __restrict__ stage, const Fr* __restrict__ ct) {
+    ntt_pass_body<true, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, nullptr, ct);
+}
+
+// The top table (see the top): out[x] = w27^x = w28^(2x) = root_hi[2x >> 14] root_lo[2x mod
+// 2^14] for x < n <= 2^26.
+extern "C" __global__ void ntt_top_table(Fr* __restrict__ out, const Fr* __restrict__ root_lo,
+                                         const Fr* __restrict__ root_hi, u32 n) {
+    const u32 x = blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= n) return;
+    const u32 y = x << 1;
+    st_vec(out + x, ld_vec(root_hi + (y >> NTT_ROOT_BITS)) * ld_vec(root_lo + (y & ((1u << NTT_ROOT_BITS) - 1))));
 }
 
 // A coset stage table from the plain one (ntt.rs, CosetTables): out[e] = stage[e] * ct[t] for

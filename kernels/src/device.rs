@@ -59,6 +59,9 @@ pub struct GpuDevice {
     /// first load, both load and one result is kept.
     modules: HashMap<&'static str, OnceLock<Arc<CudaModule>>>,
     pub(crate) ntt_tables: std::sync::OnceLock<crate::ntt::NttTables>,
+    /// The NTT's top twiddle table (2 GiB, `ntt::TOP_TABLE_BYTES`), built at the first
+    /// transform that can use it; empty while it could not be allocated.
+    pub(crate) ntt_top: std::sync::OnceLock<cudarc::driver::CudaSlice<crate::layout::FrRaw>>,
     /// Page-locked buffers for small copies (shared with this device's side streams).
     pub(crate) bounce: BouncePool,
 }
@@ -176,6 +179,7 @@ impl GpuDevice {
                 .map(|m| (m.name, OnceLock::new()))
                 .collect(),
             ntt_tables: std::sync::OnceLock::new(),
+            ntt_top: std::sync::OnceLock::new(),
         })
     }
 
@@ -255,6 +259,7 @@ impl GpuDevice {
                 .map(|m| (m.name, OnceLock::new()))
                 .collect(),
             ntt_tables: std::sync::OnceLock::new(),
+            ntt_top: std::sync::OnceLock::new(),
             bounce: self.bounce.clone(),
         })
     }

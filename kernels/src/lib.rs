@@ -41,5 +41,5 @@ pub mod testdata;
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
 pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, MsmCurve, SortedScalars, G1, G2};
-pub use ntt::{coset_z_inverse, NttKind};
+pub use ntt::{coset_z_inverse, NttKind, NttOptions};
 pub use staging::Staging;

@@ -13,7 +13,7 @@
 
 use blstrs::Scalar;
 use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use ff::{Field, PrimeField};
 
 use crate::compile::NTT;
@@ -40,6 +40,65 @@ const COSET_BITS: u32 = 14;
 /// (matches NTT_STAGE_BITS in ntt.cu): a strided pass whose stages all lie there reads its
 /// twiddles instead of computing each with a product.
 const STAGE_BITS: u32 = 18;
+
+/// The top table holds w27^x for x < 2^(TOP_BITS - 1), w27 the 2^TOP_BITS-th root of unity
+/// (matches NTT_TOP_BITS in ntt.cu): every twiddle of every stage up to TOP_BITS, so the last
+/// pass of a 2^19..=2^TOP_BITS transform reads its twiddles instead of computing each with a
+/// product.
+const TOP_BITS: u32 = 27;
+
+/// Device memory the top twiddle table takes, in bytes (2 GiB). Built on the device at the
+/// first transform of 2^19..=2^27 points, kept with the device; where it cannot be allocated,
+/// or `CUZK_NTT_TOP=0`, the transforms compute those twiddles instead (same results).
+pub const TOP_TABLE_BYTES: u64 = (1u64 << (TOP_BITS - 1)) * std::mem::size_of::<FrRaw>() as u64;
+
+/// Whether a transform of 2^log_n points can use the top table: it has a pass beyond the
+/// stage table's stages and no stage beyond the top table's.
+pub fn uses_top_table(log_n: u32) -> bool {
+    (STAGE_BITS + 1..=TOP_BITS).contains(&log_n)
+}
+
+/// A setting read once per process from the environment: off only when set to `0`.
+fn switch(cell: &'static std::sync::OnceLock<bool>, name: &str) -> bool {
+    *cell.get_or_init(|| std::env::var(name).map_or(true, |v| v.trim() != "0"))
+}
+
+/// How a transform runs. The results never depend on it; the speed and the device memory
+/// do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NttOptions {
+    /// log2 of the columns one block of a pass takes, 0..=2 (larger is an error).
+    pub cols_log: u32,
+    /// Read the twiddles of a pass beyond the stage table's stages from the top table
+    /// ([`TOP_TABLE_BYTES`], built once per device) instead of computing them, where the
+    /// size allows (2^19..=2^27 points) and the device has room for the table.
+    pub top_table: bool,
+    /// Fuse the bit reversal of a natural-order transform into its first pass (the DIT
+    /// network; the DIF network's last), which moves the data through a second buffer of the
+    /// same size while the transform runs (from the device's pool; without room for one, the
+    /// bit reversal runs as a pass of its own).
+    pub fused_reversal: bool,
+}
+
+impl NttOptions {
+    /// The defaults, each overridden once per process by the environment (for
+    /// measurements): `CUZK_NTT_COLS` (0, 1 or 2), `CUZK_NTT_TOP=0` (no top table),
+    /// `CUZK_NTT_FUSE_REV=0` (the bit reversal as a pass of its own).
+    pub fn from_env() -> Self {
+        static TOP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        static FUSE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        NttOptions {
+            cols_log: cols_log(),
+            top_table: switch(&TOP, "CUZK_NTT_TOP"),
+            fused_reversal: switch(&FUSE, "CUZK_NTT_FUSE_REV"),
+        }
+    }
+}
+
+/// Flags of a pass (ntt.cu): the bit reversal fused into a first pass (s = 0).
+const FLAG_REV: u32 = 1;
+/// Flags of a pass: the top table holds forward powers, the pass wants inverse twiddles.
+const FLAG_TOP_INV: u32 = 2;
 
 /// Device memory the per-device NTT tables take, in bytes ([`GpuDevice::ntt`] builds them on
 /// first use and keeps them with the device): the root, coset and stage tables of both
@@ -223,6 +282,22 @@ impl Pass {
     }
 }
 
+/// The tables one transform's passes read (ntt.cu), and their last argument.
+struct PassTables<'a> {
+    small: &'a CudaSlice<FrRaw>,
+    root_lo: &'a CudaSlice<FrRaw>,
+    root_hi: &'a CudaSlice<FrRaw>,
+    stage: &'a CudaSlice<FrRaw>,
+    last: LastArg<'a>,
+}
+
+/// The last argument of a pass kernel: the top table (or null) for the plain passes, the
+/// stage multipliers for the coset ones.
+enum LastArg<'a> {
+    Top(Option<&'a CudaSlice<FrRaw>>),
+    Ct(&'a CudaSlice<FrRaw>),
+}
+
 /// Splits `log_n` stages into passes of at most NTT_MAX_K stages, as even as possible, each
 /// with up to 2^cols_log columns a block (fewer where the pass has fewer columns).
 fn passes(log_n: u32, cols_log: u32) -> Vec<Pass> {
@@ -265,6 +340,21 @@ enum Order {
     BitrevToNatural,
     /// The DIF passes (the transposed network): bit-reversed order out.
     NaturalToBitrev,
+    /// The DIF passes, then bit reversal: natural order out.
+    NaturalToNaturalDif,
+}
+
+impl Order {
+    /// Whether the network is the transposed (DIF) one.
+    fn dif(self) -> bool {
+        matches!(self, Order::NaturalToBitrev | Order::NaturalToNaturalDif)
+    }
+
+    /// Whether the order includes a bit reversal (before the DIT passes or after the DIF
+    /// ones).
+    fn reverses(self) -> bool {
+        matches!(self, Order::NaturalToNatural | Order::NaturalToNaturalDif)
+    }
 }
 
 /// log2 of an NTT length, or the error for a length that is not 2^k, 1 <= k <= 28.
@@ -311,13 +401,61 @@ impl GpuDevice {
         Ok(self.ntt_tables.get_or_init(|| t))
     }
 
+    /// The top twiddle table ([`TOP_TABLE_BYTES`]) for a transform of 2^log_n points, built
+    /// on first use; `None` when the transform has no use for it, it is turned off, or the
+    /// device has no room for it (then the passes compute those twiddles: the same results).
+    fn ntt_top(&self, log_n: u32) -> Result<Option<&CudaSlice<FrRaw>>> {
+        if !uses_top_table(log_n) {
+            return Ok(None);
+        }
+        if let Some(t) = self.ntt_top.get() {
+            return Ok(Some(t));
+        }
+        let n = 1usize << (TOP_BITS - 1);
+        let Ok(mut top) = self.alloc_uninit::<Scalar>(n) else {
+            tracing::warn!(
+                pci = %self.pci_id(),
+                bytes = TOP_TABLE_BYTES,
+                "no room for the NTT's top twiddle table: computing those twiddles instead"
+            );
+            return Ok(None);
+        };
+        let t = self.ntt_tables()?;
+        let f = self.function(&NTT, "ntt_top_table")?;
+        let len = n as u32;
+        let mut b = self.stream().launch_builder(&f);
+        b.arg(&mut top.inner)
+            .arg(&t.fwd_root_lo)
+            .arg(&t.fwd_root_hi)
+            .arg(&len);
+        // SAFETY: ntt_top_table(Fr* out[n], const Fr* root_lo[2^14], const Fr* root_hi[2^14],
+        // u32 n) with n = 2^26 = top.len(): writes every out[x], x < n (so the uninitialised
+        // buffer is filled), reads root_hi[2x >> 14] with 2x < 2^27 (index < 2^13) and
+        // root_lo[2x mod 2^14].
+        unsafe { b.launch(grid(n, 256)) }.map_err(self.drv("launching ntt_top_table"))?;
+        Ok(Some(self.ntt_top.get_or_init(|| top.inner)))
+    }
+
     /// Runs an NTT of `kind` in place on `data`, whose length must be 2^k, 1 <= k <= 28.
     /// Queued on the device's stream; call [`GpuDevice::synchronize`] or download to wait.
-    /// A block of a pass takes 2^c columns with c from `CUZK_NTT_COLS` (0, 1 or 2; read at the
-    /// process's first NTT) when set, else the measured default.
+    /// Runs with [`NttOptions::from_env`]: from 2^10 points it moves the data through a
+    /// second buffer of the same size (the bit reversal fused into the first pass), and from
+    /// 2^19 to 2^27 points it reads the last pass's twiddles from the device's top table
+    /// ([`TOP_TABLE_BYTES`], built at the first such transform). Without device memory for
+    /// either, it runs without it, with the same result.
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = data.len(), ?kind))]
     pub fn ntt(&self, data: &mut DeviceBuffer<Scalar>, kind: NttKind) -> Result<()> {
-        self.ntt_with_columns(data, kind, cols_log())
+        self.ntt_with_options(data, kind, NttOptions::from_env())
+    }
+
+    /// As [`GpuDevice::ntt`] with `opts` instead of the defaults ([`NttOptions::from_env`]).
+    pub fn ntt_with_options(
+        &self,
+        data: &mut DeviceBuffer<Scalar>,
+        kind: NttKind,
+        opts: NttOptions,
+    ) -> Result<()> {
+        self.ntt_full(data, kind, Scalar::ONE, opts)
     }
 
     /// As [`GpuDevice::ntt`] with 2^`cols_log` columns a block in each pass (`cols_log` <= 2;
@@ -328,7 +466,11 @@ impl GpuDevice {
         kind: NttKind,
         cols_log: u32,
     ) -> Result<()> {
-        self.ntt_full(data, kind, Scalar::ONE, cols_log)
+        let opts = NttOptions {
+            cols_log,
+            ..NttOptions::from_env()
+        };
+        self.ntt_full(data, kind, Scalar::ONE, opts)
     }
 
     /// As [`GpuDevice::ntt`], then every element times `scale`, folded into the transform's
@@ -341,7 +483,7 @@ impl GpuDevice {
         kind: NttKind,
         scale: Scalar,
     ) -> Result<()> {
-        self.ntt_full(data, kind, scale, cols_log())
+        self.ntt_full(data, kind, scale, NttOptions::from_env())
     }
 
     /// bellperson's `ifft` then `coset_fft` (evaluations on the domain to evaluations on the
@@ -354,11 +496,11 @@ impl GpuDevice {
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = data.len()))]
     pub fn evaluations_to_coset(&self, data: &mut DeviceBuffer<Scalar>) -> Result<()> {
         let log_n = check_ntt_len(data.len())?;
-        let cols = cols_log();
+        let opts = NttOptions::from_env();
         let minv = scalar_raw(&invert(Scalar::from(data.len() as u64)));
-        self.ntt_core(data, log_n, true, cols, Order::NaturalToBitrev, None)?;
+        self.ntt_core(data, log_n, true, opts, Order::NaturalToBitrev, None, None)?;
         self.distribute_powers(data, false, minv, log_n)?;
-        self.ntt_core(data, log_n, false, cols, Order::BitrevToNatural, None)
+        self.ntt_core(data, log_n, false, opts, Order::BitrevToNatural, None, None)
     }
 
     /// Groth16's H polynomial with bellperson's conventions, up to a constant factor that it
@@ -374,7 +516,8 @@ impl GpuDevice {
     /// coset factors g^e in its twiddles (see ntt.cu): m times its coset evaluations, with no
     /// pass of its own for the factors or 1/m. Then `a = a b - m c` (m^2 (A B - C) on the
     /// coset) in one pass, the inverse coset transform unscaled (DIF, the factors g^-e in its
-    /// twiddles) and one bit reversal. Every constant (1/m four times, 1/Z) is left to kappa
+    /// twiddles) whose last pass also reverses the bits (moving the data through `b`, whose
+    /// contents are no longer needed). Every constant (1/m four times, 1/Z) is left to kappa
     /// = 1 / (m^3 (g^m - 1)): one scalar multiplication of the MSM's result instead of a pass
     /// over the data.
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = a.len()))]
@@ -384,7 +527,7 @@ impl GpuDevice {
         b: &mut DeviceBuffer<Scalar>,
         c: &mut DeviceBuffer<Scalar>,
     ) -> Result<Scalar> {
-        self.h_polynomial_scaled_with_columns(a, b, c, cols_log())
+        self.h_polynomial_scaled_with_options(a, b, c, NttOptions::from_env())
     }
 
     /// As [`GpuDevice::h_polynomial_scaled`] with 2^`cols` columns a block in each pass
@@ -396,10 +539,25 @@ impl GpuDevice {
         c: &mut DeviceBuffer<Scalar>,
         cols: u32,
     ) -> Result<Scalar> {
-        if cols > 2 {
+        let opts = NttOptions {
+            cols_log: cols,
+            ..NttOptions::from_env()
+        };
+        self.h_polynomial_scaled_with_options(a, b, c, opts)
+    }
+
+    /// As [`GpuDevice::h_polynomial_scaled`] with `opts` (the result does not depend on them).
+    pub fn h_polynomial_scaled_with_options(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &mut DeviceBuffer<Scalar>,
+        c: &mut DeviceBuffer<Scalar>,
+        opts: NttOptions,
+    ) -> Result<Scalar> {
+        if opts.cols_log > 2 {
             return Err(Error::Unsupported {
                 op: "h_polynomial",
-                detail: format!("2^{cols} columns a block (at most 2^2)"),
+                detail: format!("2^{} columns a block (at most 2^2)", opts.cols_log),
             });
         }
         let log_n = check_ntt_len(a.len())?;
@@ -408,13 +566,31 @@ impl GpuDevice {
         let fwd = self.coset_tables(log_n, false)?;
         let inv = self.coset_tables(log_n, true)?;
         for v in [&mut *a, &mut *b, &mut *c] {
-            self.ntt_core(v, log_n, true, cols, Order::NaturalToBitrev, None)?;
-            self.ntt_core(v, log_n, false, cols, Order::BitrevToNatural, Some(&fwd))?;
+            self.ntt_core(v, log_n, true, opts, Order::NaturalToBitrev, None, None)?;
+            self.ntt_core(
+                v,
+                log_n,
+                false,
+                opts,
+                Order::BitrevToNatural,
+                Some(&fwd),
+                None,
+            )?;
         }
         let m = Scalar::from(a.len() as u64);
         self.fr_mul_sub_scaled(a, b, c, m)?;
-        self.ntt_core(a, log_n, true, cols, Order::NaturalToBitrev, Some(&inv))?;
-        self.bit_reverse(a, log_n)?;
+        // b is free now: the last transform moves through it, its bit reversal fused into
+        // its last pass
+        let via = opts.fused_reversal.then_some(b);
+        self.ntt_core(
+            a,
+            log_n,
+            true,
+            opts,
+            Order::NaturalToNaturalDif,
+            Some(&inv),
+            via,
+        )?;
         Ok(coset_z_inverse(log_n) * invert(m * m * m))
     }
 
@@ -448,12 +624,12 @@ impl GpuDevice {
         data: &mut DeviceBuffer<Scalar>,
         kind: NttKind,
         scale: Scalar,
-        cols_log: u32,
+        opts: NttOptions,
     ) -> Result<()> {
-        if cols_log > 2 {
+        if opts.cols_log > 2 {
             return Err(Error::Unsupported {
                 op: "ntt",
-                detail: format!("2^{cols_log} columns a block (at most 2^2)"),
+                detail: format!("2^{} columns a block (at most 2^2)", opts.cols_log),
             });
         }
         let log_n = check_ntt_len(data.len())?;
@@ -462,13 +638,21 @@ impl GpuDevice {
         if kind == NttKind::CosetForward {
             self.distribute_powers(data, false, raw, 0)?;
         }
+        // the bit reversal fused into the first pass moves the data through a second buffer
+        // (from the device's pool); without room for one it runs as a pass of its own
+        let mut scratch = if opts.fused_reversal && log_n > NTT_MAX_K {
+            self.alloc_uninit::<Scalar>(data.len()).ok()
+        } else {
+            None
+        };
         self.ntt_core(
             data,
             log_n,
             inverse,
-            cols_log,
+            opts,
             Order::NaturalToNatural,
             None,
+            scratch.as_mut(),
         )?;
         let minv = scalar_raw(&(invert(Scalar::from(data.len() as u64)) * scale));
         match kind {
@@ -483,14 +667,23 @@ impl GpuDevice {
     /// The passes of one transform in `order`; `coset` (the tables of this size and
     /// direction) makes it a coset transform with unscaled output: input factors g^e for
     /// the DIT network, output factors g^-e for the DIF one (see ntt.cu).
+    ///
+    /// With `via` (a second buffer of the same length) and an order that reverses the bits,
+    /// the bit reversal is fused into the pass with s = 0 (the DIT network's first, the DIF
+    /// network's last), which cannot run in place: the first pass moves the data from `data`
+    /// into `via`, the passes between run in place there, and the last moves it back. The
+    /// result is in `data` either way; `via`'s contents are left unspecified. A transform of
+    /// one pass (2^9 points or fewer) runs its bit reversal apart.
+    #[allow(clippy::too_many_arguments)]
     fn ntt_core(
         &self,
         data: &mut DeviceBuffer<Scalar>,
         log_n: u32,
         inverse: bool,
-        cols_log: u32,
+        opts: NttOptions,
         order: Order,
         coset: Option<&CosetTables>,
+        via: Option<&mut DeviceBuffer<Scalar>>,
     ) -> Result<()> {
         let t = self.ntt_tables()?;
         let (small, root_lo, root_hi, plain_stage) = if inverse {
@@ -499,6 +692,11 @@ impl GpuDevice {
             (&t.fwd_small, &t.fwd_root_lo, &t.fwd_root_hi, &t.fwd_stage)
         };
         let stage = coset.map_or(plain_stage, |c| &c.stage);
+        // coset passes keep their products (their twiddles carry ct[t])
+        let top = match coset {
+            None if opts.top_table => self.ntt_top(log_n)?,
+            _ => None,
+        };
         // CUZK_NTT_PROFILE=1 prints the time of each kernel (synchronising after each)
         let profile = std::env::var_os("CUZK_NTT_PROFILE").is_some();
         let mut last = std::time::Instant::now();
@@ -510,11 +708,17 @@ impl GpuDevice {
             }
         };
         mark("start".into());
-        if order == Order::NaturalToNatural {
+        let dif = order.dif();
+        let mut plan = passes(log_n, opts.cols_log);
+        if dif {
+            // the transposed network: the last pass first
+            plan.reverse();
+        }
+        let mut via = via.filter(|v| order.reverses() && plan.len() >= 2 && v.len() == data.len());
+        if order.reverses() && via.is_none() && !dif {
             self.bit_reverse(data, log_n)?;
             mark("bitrev".into());
         }
-        let dif = order == Order::NaturalToBitrev;
         let name = match (dif, coset.is_some()) {
             (false, false) => "ntt_pass",
             (true, false) => "ntt_pass_dif",
@@ -522,50 +726,131 @@ impl GpuDevice {
             (true, true) => "ntt_pass_dif_coset",
         };
         let pass_fn = self.function(&NTT, name)?;
-        let mut plan = passes(log_n, cols_log);
-        if dif {
-            // the transposed network: the last pass first
-            plan.reverse();
-        }
-        for p in plan {
-            let smem = p.shared_bytes();
-            pass_fn
-                .set_attribute(
-                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    smem as i32,
-                )
-                .map_err(self.drv("allowing ntt_pass its shared memory"))?;
-            let cfg = LaunchConfig {
-                grid_dim: (1u32 << (log_n - p.k - p.c), 1, 1),
-                block_dim: (p.threads(), 1, 1),
-                shared_mem_bytes: smem,
-            };
-            let mut b = self.stream().launch_builder(&pass_fn);
-            b.arg(&mut data.inner)
-                .arg(&log_n)
-                .arg(&p.s)
-                .arg(&p.k)
-                .arg(&p.c)
-                .arg(small)
-                .arg(root_lo)
-                .arg(root_hi)
-                .arg(stage);
-            if let Some(c) = coset {
-                b.arg(&c.ct);
+        let tables = PassTables {
+            small,
+            root_lo,
+            root_hi,
+            stage,
+            last: match coset {
+                Some(c) => LastArg::Ct(&c.ct),
+                None => LastArg::Top(top),
+            },
+        };
+        let count = plan.len();
+        for (at, p) in plan.into_iter().enumerate() {
+            let mut flags = 0;
+            if inverse && top.is_some() {
+                flags |= FLAG_TOP_INV;
             }
-            // SAFETY: ntt_pass and ntt_pass_dif(Fr*, u32 logn, u32 s, u32 k, u32 c,
-            // const Fr* small[256], const Fr* root_lo[2^14], const Fr* root_hi[2^14],
-            // const Fr* stage), and their _coset forms with a last argument const Fr* ct[29],
-            // with s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0),
-            // 2^(log_n-k-c) blocks and the dynamic shared memory of Pass::shared_bytes touches
-            // data indices < 2^log_n = data.len(), root indices < 2^14 (exponents < 2^28),
-            // stage indices 2^(s+i) + low + j' 2^s < 2^(s+k) <= 2^18 only when s + k <= 18
-            // (the plain table has 2^18 entries, a coset table 2^min(log_n, 18)), and with a
-            // coset table also stage indices < 2^k <= 2^min(log_n, 9) when s == 0, and ct
-            // indices s + i + 1 <= log_n < 29.
-            unsafe { b.launch(cfg) }.map_err(self.drv("launching an NTT pass"))?;
-            mark(format!("pass s={} k={} c={}", p.s, p.k, p.c));
+            match via.as_deref_mut() {
+                Some(v) => {
+                    if p.s == 0 {
+                        flags |= FLAG_REV;
+                    }
+                    if at == 0 {
+                        self.launch_pass(
+                            &pass_fn,
+                            &mut v.inner,
+                            Some(&data.inner),
+                            log_n,
+                            p,
+                            flags,
+                            &tables,
+                        )?;
+                    } else if at + 1 == count {
+                        self.launch_pass(
+                            &pass_fn,
+                            &mut data.inner,
+                            Some(&v.inner),
+                            log_n,
+                            p,
+                            flags,
+                            &tables,
+                        )?;
+                    } else {
+                        self.launch_pass(&pass_fn, &mut v.inner, None, log_n, p, flags, &tables)?;
+                    }
+                }
+                None => {
+                    self.launch_pass(&pass_fn, &mut data.inner, None, log_n, p, flags, &tables)?
+                }
+            }
+            mark(format!("pass s={} k={} c={} flags={flags}", p.s, p.k, p.c));
         }
+        if order.reverses() && via.is_none() && dif {
+            self.bit_reverse(data, log_n)?;
+            mark("bitrev".into());
+        }
+        Ok(())
+    }
+
+    /// Launches one pass of `f` (one of the four pass kernels, matching `tables.last`) from
+    /// `src` into `dst`, or in place in `dst` when `src` is `None`.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_pass(
+        &self,
+        f: &CudaFunction,
+        dst: &mut CudaSlice<FrRaw>,
+        src: Option<&CudaSlice<FrRaw>>,
+        log_n: u32,
+        p: Pass,
+        flags: u32,
+        tables: &PassTables<'_>,
+    ) -> Result<()> {
+        let smem = p.shared_bytes();
+        f.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )
+        .map_err(self.drv("allowing ntt_pass its shared memory"))?;
+        let cfg = LaunchConfig {
+            grid_dim: (1u32 << (log_n - p.k - p.c), 1, 1),
+            block_dim: (p.threads(), 1, 1),
+            shared_mem_bytes: smem,
+        };
+        // in place: the source is the destination's own address (its write, recorded after
+        // the launch, orders it for other streams)
+        let same = src.is_none().then(|| {
+            let (ptr, _read) = dst.device_ptr(self.stream());
+            ptr
+        });
+        let null: u64 = 0;
+        let mut b = self.stream().launch_builder(f);
+        b.arg(dst);
+        match (src, &same) {
+            (Some(s), _) => b.arg(s),
+            (None, Some(ptr)) => b.arg(ptr),
+            (None, None) => unreachable!("`same` is set exactly when there is no source"),
+        };
+        b.arg(&log_n)
+            .arg(&p.s)
+            .arg(&p.k)
+            .arg(&p.c)
+            .arg(&flags)
+            .arg(tables.small)
+            .arg(tables.root_lo)
+            .arg(tables.root_hi)
+            .arg(tables.stage);
+        match tables.last {
+            LastArg::Ct(ct) => b.arg(ct),
+            LastArg::Top(Some(top)) => b.arg(top),
+            LastArg::Top(None) => b.arg(&null),
+        };
+        // SAFETY: ntt_pass and ntt_pass_dif(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k,
+        // u32 c, u32 flags, const Fr* small[256], const Fr* root_lo[2^14], const Fr*
+        // root_hi[2^14], const Fr* stage, const Fr* top), and their _coset forms with a last
+        // argument const Fr* ct[29] instead of top, with s + k <= log_n <= 28, c <= s (s > 0)
+        // or c <= log_n - k (s == 0), 2^(log_n-k-c) blocks and the dynamic shared memory of
+        // Pass::shared_bytes, touch src and dst indices < 2^log_n: dst has that length (the
+        // caller's data or a `via` buffer of the same length), so has src, a different
+        // allocation when given (with FLAG_REV only then, at s = 0: the bit reversal of an
+        // index below 2^log_n stays below it) or dst's own address; root indices < 2^14
+        // (exponents < 2^28), stage indices 2^(s+i) + low + j' 2^s < 2^(s+k) <= 2^18 only when
+        // s + k <= 18 (the plain table has 2^18 entries, a coset table 2^min(log_n, 18)), and
+        // with a coset table also stage indices < 2^k <= 2^min(log_n, 9) when s == 0, and ct
+        // indices s + i + 1 <= log_n < 29; top (2^26 entries, non-null only when log_n <= 27)
+        // at x << (27 - t) < 2^26 or 2^26 minus that, for x < 2^(t-1), t <= log_n.
+        unsafe { b.launch(cfg) }.map_err(self.drv("launching an NTT pass"))?;
         Ok(())
     }
 
@@ -761,18 +1046,113 @@ mod tests {
         }
     }
 
-    /// The sizes ntt.cu is compiled with are the host's: a kernel that took a pass as tabled
-    /// on a larger NTT_STAGE_BITS than the table's would read past it.
+    /// The sizes and flags ntt.cu is compiled with are the host's: a kernel that took a pass
+    /// as tabled on a larger NTT_STAGE_BITS than the table's would read past it.
     #[test]
     fn kernel_source_agrees_on_table_sizes() {
         let src = crate::compile::NTT.sources.concat();
         for (name, value) in [
-            ("NTT_MAX_K", NTT_MAX_K),
-            ("NTT_ROOT_BITS", ROOT_BITS),
-            ("NTT_STAGE_BITS", STAGE_BITS),
+            ("NTT_MAX_K", NTT_MAX_K.to_string()),
+            ("NTT_ROOT_BITS", ROOT_BITS.to_string()),
+            ("NTT_STAGE_BITS", STAGE_BITS.to_string()),
+            ("NTT_TOP_BITS", TOP_BITS.to_string()),
+            ("NTT_REV", format!("{FLAG_REV}u")),
+            ("NTT_TOP_INV", format!("{FLAG_TOP_INV}u")),
         ] {
             let line = format!("#define {name} {value}\n");
             assert!(src.contains(&line), "ntt.cu lacks `{}`", line.trim_end());
+        }
+    }
+
+    /// Where `ntt_pass` reads a twiddle of a pass beyond the stage table from the top table
+    /// (ntt.cu): stage t's w_{2^t}^x at x << (27 - t), and its inverse w_{2^t}^-x negated
+    /// from 2^26 minus that (x > 0), or entry 0 (x = 0).
+    fn top_entry(t: u32, x: u64, inverse: bool) -> (u64, bool) {
+        let at = x << (TOP_BITS - t);
+        if inverse && at != 0 {
+            ((1 << (TOP_BITS - 1)) - at, true)
+        } else {
+            (at, false)
+        }
+    }
+
+    /// The top table read the way `ntt_pass` reads it gives the twiddle the pass otherwise
+    /// computes, for the last pass of every size that uses the table, both directions, at
+    /// each stage's corners and at random columns and butterflies; every index lies in the
+    /// table. The table's entries are computed here with `pow_vartime`, not built whole.
+    #[test]
+    fn top_table_holds_every_topped_twiddle() {
+        use rand_chacha::ChaCha8Rng;
+        use rand_core::{RngCore, SeedableRng};
+        let mut rng = ChaCha8Rng::seed_from_u64(27);
+        let w27 = omega(TOP_BITS);
+        assert_eq!(w27.pow_vartime([1u64 << (TOP_BITS - 1)]), -Scalar::ONE);
+        assert!(!uses_top_table(STAGE_BITS) && !uses_top_table(TOP_BITS + 1));
+        for log_n in STAGE_BITS + 1..=TOP_BITS {
+            assert!(uses_top_table(log_n));
+            let p = *passes(log_n, 0).last().expect("passes");
+            assert!(
+                p.s + p.k > STAGE_BITS,
+                "2^{log_n}: the last pass is beyond the stage table"
+            );
+            for i in 0..p.k {
+                let t = p.s + i + 1;
+                let mut cases = vec![(0, 0), (1, 0), ((1u64 << p.s) - 1, (1u64 << i) - 1)];
+                for _ in 0..4 {
+                    cases.push((rng.next_u64() % (1 << p.s), rng.next_u64() % (1 << i)));
+                }
+                for (low, jp) in cases {
+                    let x = low + (jp << p.s);
+                    for inverse in [false, true] {
+                        let (at, negate) = top_entry(t, x, inverse);
+                        assert!(at < 1 << (TOP_BITS - 1), "2^{log_n} stage {t}: index {at}");
+                        let entry = w27.pow_vartime([at]);
+                        let got = if negate { -entry } else { entry };
+                        let w = if inverse { invert(omega(t)) } else { omega(t) };
+                        assert_eq!(
+                            got,
+                            w.pow_vartime([x]),
+                            "2^{log_n} stage {t} x {x} inverse {inverse}"
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(TOP_TABLE_BYTES, 2 << 30);
+    }
+
+    /// The first pass with the bit reversal fused (ntt.cu): block b's column cc is column
+    /// rev(b 2^c + cc) of the bit-reversed array, and element j of it sits at natural
+    /// position (rev_k(j) << (log_n - k)) | (b 2^c + cc). That is the bit reversal of its
+    /// position (column << k) + j, and the blocks together touch every position once.
+    #[test]
+    fn fused_reversal_reads_each_element_from_its_reversed_place() {
+        let rev = |x: u64, bits: u32| {
+            if bits == 0 {
+                0
+            } else {
+                x.reverse_bits() >> (64 - bits)
+            }
+        };
+        for log_n in [10u32, 11, 13, 18, 19, 20] {
+            for cols in 0..=2 {
+                let p = passes(log_n, cols)[0];
+                let hb = log_n - p.k;
+                let mut seen = vec![false; 1 << log_n];
+                for b in 0..1u64 << (log_n - p.k - p.c) {
+                    for cc in 0..1u64 << p.c {
+                        let r = (b << p.c) + cc;
+                        let col = rev(r, hb);
+                        for j in 0..1u64 << p.k {
+                            let natural = (rev(j, p.k) << hb) | r;
+                            let place = (col << p.k) + j;
+                            assert_eq!(natural, rev(place, log_n), "2^{log_n}, 2^{cols} columns");
+                            assert!(!std::mem::replace(&mut seen[natural as usize], true));
+                        }
+                    }
+                }
+                assert!(seen.iter().all(|&x| x), "2^{log_n}, 2^{cols} columns");
+            }
         }
     }
 

@@ -11,7 +11,7 @@ use cuzk_kernels::reference;
 use cuzk_kernels::testdata::{
     filecoin_scalars, g1_points, g2_points, msm_g1_cpu, msm_g2_cpu, scalars, seed,
 };
-use cuzk_kernels::{field, GpuDevice, NttKind};
+use cuzk_kernels::{field, GpuDevice, NttKind, NttOptions};
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand_chacha::ChaCha8Rng;
@@ -243,6 +243,93 @@ fn ntt_matches_bellperson_with_every_column_count() {
     }
     let mut buf = dev.upload(&scalars(seed, 16)).unwrap();
     assert!(dev.ntt_with_columns(&mut buf, NttKind::Forward, 3).is_err());
+}
+
+/// Every combination of the NTT's options (the top twiddle table, the bit reversal fused
+/// into a pass) gives bellperson's transforms: each kind at sizes with one, two and three
+/// passes (from 2^19 the last pass reads the top table when it is on), with 1 and 2 columns a
+/// block; and the H polynomial gives the same kappa * h' either way.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ntt_options_give_the_same_transforms() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let all = [
+        NttKind::Forward,
+        NttKind::Inverse,
+        NttKind::CosetForward,
+        NttKind::CosetInverse,
+    ];
+    for log_n in [9u32, 10, 18, 19, 20, 21] {
+        let n = 1usize << log_n;
+        let mut input = scalars(seed + 500 + log_n as u64, n);
+        input[0] = Scalar::ZERO;
+        input[n - 1] = minus_one();
+        for kind in all {
+            let mut want = input.clone();
+            reference::ntt(&mut want, kind);
+            for top_table in [false, true] {
+                for fused_reversal in [false, true] {
+                    for cols_log in [0, 1] {
+                        let opts = NttOptions {
+                            cols_log,
+                            top_table,
+                            fused_reversal,
+                        };
+                        let mut buf = dev.upload(&input).unwrap();
+                        dev.ntt_with_options(&mut buf, kind, opts).unwrap();
+                        let got = dev.download(&buf).unwrap();
+                        if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+                            panic!("{kind:?} 2^{log_n} with {opts:?} differs first at {i} (seed {seed})");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for log_n in [10u32, 19, 20] {
+        let n = 1usize << log_n;
+        let abc: Vec<Vec<Scalar>> = (0..3)
+            .map(|k| scalars(seed + 600 + 3 * log_n as u64 + k, n))
+            .collect();
+        let mut results = Vec::new();
+        for (top_table, fused_reversal) in
+            [(false, false), (true, false), (false, true), (true, true)]
+        {
+            let opts = NttOptions {
+                cols_log: 0,
+                top_table,
+                fused_reversal,
+            };
+            let [mut a, mut b, mut c] = [0, 1, 2].map(|k| dev.upload(&abc[k]).unwrap());
+            let kappa = dev
+                .h_polynomial_scaled_with_options(&mut a, &mut b, &mut c, opts)
+                .unwrap();
+            let h: Vec<Scalar> = dev
+                .download(&a)
+                .unwrap()
+                .iter()
+                .map(|x| *x * kappa)
+                .collect();
+            results.push((opts, h));
+        }
+        for (opts, h) in &results[1..] {
+            assert!(
+                *h == results[0].1,
+                "H 2^{log_n} with {opts:?} (seed {seed})"
+            );
+        }
+    }
+    let mut buf = dev.upload(&scalars(seed, 1 << 12)).unwrap();
+    let bad = NttOptions {
+        cols_log: 3,
+        top_table: true,
+        fused_reversal: true,
+    };
+    assert!(dev
+        .ntt_with_options(&mut buf, NttKind::Forward, bad)
+        .is_err());
 }
 
 #[test]

@@ -21,6 +21,9 @@ pub const G2_BYTES: u64 = 192;
 pub const NTT_TABLES_BYTES: u64 = cuzk_kernels::ntt::TABLES_BYTES;
 /// The coset stage tables one H computation builds and frees (16 MiB).
 pub const H_TABLES_BYTES: u64 = cuzk_kernels::ntt::COSET_TABLES_BYTES;
+/// The NTT's top twiddle table (2 GiB), built once per device at the first H of a domain
+/// of 2^19..=2^27 and kept with the device.
+pub const NTT_TOP_TABLE_BYTES: u64 = cuzk_kernels::ntt::TOP_TABLE_BYTES;
 
 /// Point counts of a circuit's five queries: all the device memory needs to know about its
 /// parameters.
@@ -81,7 +84,12 @@ pub fn working_bytes(q: &QueryLens, num_constraints: usize) -> u64 {
         aux + b_scalars + bitmap,
         b_scalars + msm_scratch_bytes::<G1>(q.b_g1).max(msm_scratch_bytes::<G2>(q.b_g2)),
     ];
-    NTT_TABLES_BYTES + phases.into_iter().max().unwrap_or(0)
+    let top = if cuzk_kernels::ntt::uses_top_table(m.trailing_zeros()) {
+        NTT_TOP_TABLE_BYTES
+    } else {
+        0
+    };
+    NTT_TABLES_BYTES + top + phases.into_iter().max().unwrap_or(0)
 }
 
 /// Resident bases plus one partition's working memory.
@@ -125,6 +133,10 @@ mod tests {
         let m = 1u64 << 27;
         assert!(w >= 3 * m * 32 + q.l as u64 * 32, "a, b, c and aux");
         assert!(w >= msm_scratch_bytes::<G1>(q.h));
+        assert!(
+            w >= 3 * m * 32 + NTT_TABLES_BYTES + NTT_TOP_TABLE_BYTES,
+            "and the top table"
+        );
         // fits an H200 next to its resident bases, with room to spare
         let total = vram_needed(&q, 130_278_541);
         assert!(total < 141 << 30, "{} GiB", total >> 30);
@@ -145,5 +157,10 @@ mod tests {
             "a, b and c at 2^21 instead of 2^20"
         );
         assert!(working_bytes(&QueryLens::default(), 0) >= NTT_TABLES_BYTES);
+        // the top table from a domain of 2^19 (the first with a pass beyond the stage table)
+        assert_eq!(
+            working_bytes(&no_msm, 1 << 19) - working_bytes(&no_msm, 1 << 18),
+            3 * (1 << 18) * 32 + NTT_TOP_TABLE_BYTES
+        );
     }
 }
