@@ -142,22 +142,10 @@ extern "C" __global__ void ntt_bitrev_tiled(Fr* __restrict__ a, u32 logn) {
     if (mid != rmid) st_vec(a + i0, t1.get(src));
 }
 
-// A pass's twiddles in shared memory: stage i's j'-th twiddle (w_{2^(i+1)}^j', times the
-// column's w_low in a strided pass) is entry 2^i + j' of the column's table at tb; in a plain
-// first pass (SMALL) the table is `small` itself, 256 entries shared by every column, and the
-// twiddle small[j' << (NTT_MAX_K - 1 - i)].
-template <bool SMALL>
-struct Twiddles {
-    SplitFr t;
-    DEVI Fr at(u32 tb, u32 i, u32 jp) const {
-        return SMALL ? t.get(jp << (NTT_MAX_K - 1 - i)) : t.get(tb + (1u << i) + jp);
-    }
-};
-
 // One radix-2 stage i (span 2^i) of a pass, DIT or DIF, then a barrier. Stage 1 of a plain
 // transform (s == 0, i == 0) has twiddle 1.
-template <bool DIF, bool COSET, class Tw>
-DEVI void ntt_radix2(const SplitFr& buf, const Tw& tw, u32 s, u32 k, u32 i, u32 tid, u32 nthr, u32 nb) {
+template <bool DIF, bool COSET>
+DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i, u32 tid, u32 nthr, u32 nb) {
     const u32 h = 1u << i;
     for (u32 b = tid; b < (nb >> 1); b += nthr) {
         const u32 col = b >> (k - 1);
@@ -171,8 +159,8 @@ DEVI void ntt_radix2(const SplitFr& buf, const Tw& tw, u32 s, u32 k, u32 i, u32 
             if (DIF) butterfly1_dif(x0, x1);
             else butterfly1(x0, x1);
         } else {
-            if (DIF) butterfly_dif(x0, x1, tw.at(tb, i, jp));
-            else butterfly(x0, x1, tw.at(tb, i, jp));
+            if (DIF) butterfly_dif(x0, x1, tw.get(tb + h + jp));
+            else butterfly(x0, x1, tw.get(tb + h + jp));
         }
         buf.set(pad(j0), x0);
         buf.set(pad(j0 + h), x1);
@@ -185,23 +173,19 @@ DEVI void ntt_radix2(const SplitFr& buf, const Tw& tw, u32 s, u32 k, u32 i, u32 
 // `stage` is the matching coset stage table (see the top). Plain transforms do not read ct.
 // flags: NTT_REV (s == 0 only) fuses the bit reversal; NTT_TOP_INV: `top` holds the forward
 // powers and this pass wants the inverse twiddles. top: the top table, or null.
-// FIRST: the kernel runs only passes with s == 0 (s_arg is 0); a plain one (not COSET) keeps
-// `small` as its twiddle table: 8 KB of shared memory instead of 16 KB at k = 9.
-template <bool DIF, bool COSET, bool FIRST>
-DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s_arg, u32 k, u32 c, u32 flags,
+template <bool DIF, bool COSET>
+DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                         const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                         const Fr* __restrict__ top, const Fr* __restrict__ ct) {
     extern __shared__ uint4 sm[];
-    constexpr bool SMALL = FIRST && !COSET;
-    const u32 s = FIRST ? 0u : s_arg;
     const u32 cols = 1u << c;
     const u32 nb = 1u << (k + c);
     const u32 np = pad(nb);
     const u32 ntab = s == 0 ? 1u : cols;
-    const u32 ntw = SMALL ? 1u << (NTT_MAX_K - 1) : ntab << k;
+    const u32 ntw = ntab << k;
     const SplitFr buf{sm, sm + np};
-    const Twiddles<SMALL> tw{SplitFr{sm + 2 * np, sm + 2 * np + ntw}};
+    const SplitFr tw{sm + 2 * np, sm + 2 * np + ntw};
     const SplitFr wl{sm + 2 * np + 2 * ntw, sm + 2 * np + 2 * ntw + cols * NTT_MAX_K};
     const u32 tid = threadIdx.x;
     const u32 nthr = blockDim.x;
@@ -263,10 +247,8 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s_arg, u32 k, u32 
         }
         __syncthreads();
     }
-    // 2. twiddle tables: table tb, entry 2^i + j' = w_{2^(i+1)}^j' (* w_low of stage i); or
-    // `small` as it is
-    for (u32 e = tid; SMALL && e < ntw; e += nthr) tw.t.set(e, small[e]);
-    for (u32 e = tid; !SMALL && e < ntw; e += nthr) {
+    // 2. twiddle tables: table tb, entry 2^i + j' = w_{2^(i+1)}^j' (* w_low of stage i)
+    for (u32 e = tid; e < ntw; e += nthr) {
         const u32 r = e & kmask;
         if (r == 0) continue;
         const u32 i = 31 - __clz(r);
@@ -287,7 +269,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s_arg, u32 k, u32 
             w = small[jp << (NTT_MAX_K - 1 - i)];
             if (s != 0) w = w * wl.get((e >> k) * NTT_MAX_K + i);
         }
-        tw.t.set(e, w);
+        tw.set(e, w);
     }
     __syncthreads();
 
@@ -316,24 +298,24 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s_arg, u32 k, u32 
             const bool one = !COSET && s == 0 && i == 0;
             if (!DIF) {
                 if (!one) {
-                    const Fr t1 = tw.at(tb, i, jp);
+                    const Fr t1 = tw.get(tb + h + jp);
                     x1 = x1 * t1;
                     x3 = x3 * t1;
                 }
                 butterfly1(x0, x1);
                 butterfly1(x2, x3);
-                if (!one) x2 = x2 * tw.at(tb, i + 1, jp);
+                if (!one) x2 = x2 * tw.get(tb + 2 * h + jp);
                 butterfly1(x0, x2);
-                butterfly(x1, x3, tw.at(tb, i + 1, h + jp));
+                butterfly(x1, x3, tw.get(tb + 3 * h + jp));
             } else {
-                butterfly_dif(x1, x3, tw.at(tb, i + 1, h + jp));
+                butterfly_dif(x1, x3, tw.get(tb + 3 * h + jp));
                 butterfly1_dif(x0, x2);
-                if (!one) x2 = x2 * tw.at(tb, i + 1, jp);
+                if (!one) x2 = x2 * tw.get(tb + 2 * h + jp);
                 if (one) {
                     butterfly1_dif(x0, x1);
                     butterfly1_dif(x2, x3);
                 } else {
-                    const Fr t1 = tw.at(tb, i, jp);
+                    const Fr t1 = tw.get(tb + h + jp);
                     butterfly_dif(x0, x1, t1);
                     butterfly_dif(x2, x3, t1);
                 }
@@ -387,8 +369,7 @@ extern "C" __global__ void ntt_pass(Fr* dst, const Fr* src, u32 logn, u32 s, u32
                                     const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                                     const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                                     const Fr* __restrict__ top) {
-    ntt_pass_body<false, false, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top,
-                                       nullptr);
+    ntt_pass_body<false, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr);
 }
 
 // The same launch shape and shared memory as ntt_pass; the host runs the passes in reverse.
@@ -396,26 +377,7 @@ extern "C" __global__ void ntt_pass_dif(Fr* dst, const Fr* src, u32 logn, u32 s,
                                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                                         const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                                         const Fr* __restrict__ top) {
-    ntt_pass_body<true, false, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top,
-                                      nullptr);
-}
-
-// The plain passes with s == 0 (ntt_pass's first, ntt_pass_dif's last), with `small` as their
-// twiddle table: 26 KB of shared memory a block at k = 9, and at most 64 registers, so that 8
-// blocks of 128 threads fit an SM instead of 6. Same arguments; s must be 0.
-extern "C" __global__ void __launch_bounds__(512, 2)
-    ntt_pass_first(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags, const Fr* __restrict__ small,
-                   const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
-                   const Fr* __restrict__ top) {
-    ntt_pass_body<false, false, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top,
-                                      nullptr);
-}
-extern "C" __global__ void __launch_bounds__(512, 2)
-    ntt_pass_dif_first(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
-                       const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
-                       const Fr* __restrict__ root_hi, const Fr* __restrict__ stage, const Fr* __restrict__ top) {
-    ntt_pass_body<true, false, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top,
-                                     nullptr);
+    ntt_pass_body<true, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr);
 }
 
 // The coset transforms (DIT with input factors g^e, DIF with output factors g^-e): the same
@@ -425,13 +387,13 @@ extern "C" __global__ void ntt_pass_coset(Fr* dst, const Fr* src, u32 logn, u32 
                                           const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                                           const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                                           const Fr* __restrict__ ct) {
-    ntt_pass_body<false, true, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, nullptr, ct);
+    ntt_pass_body<false, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, nullptr, ct);
 }
 extern "C" __global__ void ntt_pass_dif_coset(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c,
                                               u32 flags, const Fr* __restrict__ small,
                                               const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi,
                                               const Fr* __restrict__ stage, const Fr* __restrict__ ct) {
-    ntt_pass_body<true, true, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, nullptr, ct);
+    ntt_pass_body<true, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, nullptr, ct);
 }
 
 // The top table (see the top): out[x] = w27^x = w28^(2x) = root_hi[2x >> 14] root_lo[2x mod

@@ -280,20 +280,6 @@ impl Pass {
         let frs = nb + nb / 8 + (tables << self.k) + (1 << self.c) * NTT_MAX_K;
         frs * std::mem::size_of::<FrRaw>() as u32
     }
-
-    /// Whether the pass runs as `ntt_pass_first` / `ntt_pass_dif_first`: a plain (not coset)
-    /// pass with s = 0, whose twiddle table is `small`.
-    fn small_table(&self, coset: bool) -> bool {
-        self.s == 0 && !coset
-    }
-
-    /// Dynamic shared memory of such a pass in bytes: padded data and `small` (the kernel
-    /// reads no w_low values when s = 0). 26 KiB at k = 9, c = 0: 8 blocks an SM fit.
-    fn small_table_shared_bytes(&self) -> u32 {
-        let nb = self.block_elems();
-        let frs = nb + nb / 8 + (1 << (NTT_MAX_K - 1));
-        frs * std::mem::size_of::<FrRaw>() as u32
-    }
 }
 
 /// The tables one transform's passes read (ntt.cu), and their last argument.
@@ -745,12 +731,6 @@ impl GpuDevice {
             (true, true) => "ntt_pass_dif_coset",
         };
         let pass_fn = self.function(&NTT, name)?;
-        // the plain pass with s = 0 has a kernel of its own (see Pass::small_table)
-        let first_fn = match (coset.is_some(), dif) {
-            (true, _) => None,
-            (false, false) => Some(self.function(&NTT, "ntt_pass_first")?),
-            (false, true) => Some(self.function(&NTT, "ntt_pass_dif_first")?),
-        };
         let tables = PassTables {
             small,
             root_lo,
@@ -763,10 +743,6 @@ impl GpuDevice {
         };
         let count = plan.len();
         for (at, p) in plan.into_iter().enumerate() {
-            let f = match &first_fn {
-                Some(first) if p.small_table(coset.is_some()) => first,
-                _ => &pass_fn,
-            };
             let mut flags = 0;
             if inverse && top.is_some() {
                 flags |= FLAG_TOP_INV;
@@ -778,7 +754,7 @@ impl GpuDevice {
                     }
                     if at == 0 {
                         self.launch_pass(
-                            f,
+                            &pass_fn,
                             &mut v.inner,
                             Some(&data.inner),
                             log_n,
@@ -788,7 +764,7 @@ impl GpuDevice {
                         )?;
                     } else if at + 1 == count {
                         self.launch_pass(
-                            f,
+                            &pass_fn,
                             &mut data.inner,
                             Some(&v.inner),
                             log_n,
@@ -797,10 +773,12 @@ impl GpuDevice {
                             &tables,
                         )?;
                     } else {
-                        self.launch_pass(f, &mut v.inner, None, log_n, p, flags, &tables)?;
+                        self.launch_pass(&pass_fn, &mut v.inner, None, log_n, p, flags, &tables)?;
                     }
                 }
-                None => self.launch_pass(f, &mut data.inner, None, log_n, p, flags, &tables)?,
+                None => {
+                    self.launch_pass(&pass_fn, &mut data.inner, None, log_n, p, flags, &tables)?
+                }
             }
             mark(format!("pass s={} k={} c={} flags={flags}", p.s, p.k, p.c));
         }
@@ -811,9 +789,8 @@ impl GpuDevice {
         Ok(())
     }
 
-    /// Launches one pass of `f` (one of the pass kernels, matching `tables.last`; a `_first`
-    /// one exactly for the passes of [`Pass::small_table`]) from `src` into `dst`, or in place
-    /// in `dst` when `src` is `None`.
+    /// Launches one pass of `f` (one of the four pass kernels, matching `tables.last`) from
+    /// `src` into `dst`, or in place in `dst` when `src` is `None`.
     #[allow(clippy::too_many_arguments)]
     fn launch_pass(
         &self,
@@ -825,11 +802,7 @@ impl GpuDevice {
         flags: u32,
         tables: &PassTables<'_>,
     ) -> Result<()> {
-        let smem = if p.small_table(matches!(tables.last, LastArg::Ct(_))) {
-            p.small_table_shared_bytes()
-        } else {
-            p.shared_bytes()
-        };
+        let smem = p.shared_bytes();
         f.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             smem as i32,
@@ -868,11 +841,10 @@ impl GpuDevice {
             LastArg::Top(Some(top)) => b.arg(top),
             LastArg::Top(None) => b.arg(&null),
         };
-        // SAFETY: ntt_pass, ntt_pass_dif and their _first forms (Fr* dst, const Fr* src, u32
-        // logn, u32 s, u32 k, u32 c, u32 flags, const Fr* small[256], const Fr* root_lo[2^14],
-        // const Fr* root_hi[2^14], const Fr* stage, const Fr* top), the _first ones only with
-        // s = 0 (small indices j' << (8 - i) < 256) and their smaller shared memory, the
-        // _coset forms with a last argument const Fr* ct[29] instead of top, with s + k <= log_n <= 28, c <= s (s > 0)
+        // SAFETY: ntt_pass and ntt_pass_dif(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k,
+        // u32 c, u32 flags, const Fr* small[256], const Fr* root_lo[2^14], const Fr*
+        // root_hi[2^14], const Fr* stage, const Fr* top), and their _coset forms with a last
+        // argument const Fr* ct[29] instead of top, with s + k <= log_n <= 28, c <= s (s > 0)
         // or c <= log_n - k (s == 0), 2^(log_n-k-c) blocks and the dynamic shared memory of
         // Pass::shared_bytes, touch src and dst indices < 2^log_n: dst has that length (the
         // caller's data or a `via` buffer of the same length), so has src, a different
@@ -1071,13 +1043,6 @@ mod tests {
                     assert!(q.c <= if s == 0 { log_n - q.k } else { s });
                     // fits the 227 KiB of shared memory one H200 block may use
                     assert!(q.shared_bytes() <= 227 * 1024);
-                    assert!(q.small_table_shared_bytes() <= 227 * 1024);
-                    if q.s == 0 && q.k == NTT_MAX_K && q.c == 0 {
-                        // 8 blocks an SM of an H200 (228 KiB, 1 KiB reserved a block), where
-                        // a pass with a table of its own fits 6
-                        assert!(8 * (q.small_table_shared_bytes() + 1024) <= 228 * 1024);
-                        assert!(7 * (q.shared_bytes() + 1024) > 228 * 1024);
-                    }
                     assert!(q.threads() <= 1024);
                     s += q.k;
                 }
