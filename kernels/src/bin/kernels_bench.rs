@@ -6,13 +6,15 @@
 //! scalars already on the device; the "+ H2D" column adds uploading scalars from the host;
 //! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
 //! one, 15% below 2^32, 10% full width: `testdata::filecoin_scalars`).
-//! Points: 2^22 distinct random G1 points (2^20 for G2), repeated to fill larger sizes.
+//! Points: 2^22 distinct random G1 points (2^20 for G2), repeated to fill larger sizes. G1
+//! runs up to 2^28 points where the device and the host have the memory for it (an H200
+//! does), else up to 2^26.
 
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
-use cuzk_kernels::{DeviceBuffer, G1Bases, GpuDevice, NttKind};
+use cuzk_kernels::{msm_scratch_bytes, DeviceBuffer, G1Bases, GpuDevice, NttKind, G1};
 
 /// `n` G1 bases on the device: min(n, 2^22) distinct random points, repeated.
 fn tiled_g1_bases(dev: &GpuDevice, n: usize) -> Result<G1Bases, Box<dyn std::error::Error>> {
@@ -22,6 +24,40 @@ fn tiled_g1_bases(dev: &GpuDevice, n: usize) -> Result<G1Bases, Box<dyn std::err
         pts.extend_from_slice(&uniq[..uniq.len().min(n - pts.len())]);
     }
     Ok(dev.upload_g1_bases(&pts)?)
+}
+
+/// Bytes of memory the host can still give this process (Linux `MemAvailable`), or 0 where
+/// that cannot be read.
+fn host_available_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib << 10)
+        })
+        .unwrap_or(0)
+}
+
+/// log2 of the largest G1 MSM the run covers: 2^28 or 2^27 where the device has free memory
+/// for its bases, two scalar buffers and the MSM's scratch, and the host for the bases and
+/// scalars it builds (an H200 host does), else 2^26; 2^22 with `--quick`.
+fn max_g1_log(dev: &GpuDevice, quick: bool) -> u32 {
+    if quick {
+        return 22;
+    }
+    let free = dev.free_memory().map_or(0, |f| f as u64);
+    let host = host_available_bytes();
+    for log in [28u32, 27] {
+        let n = 1u64 << log;
+        let device = n * (96 + 2 * 32) + msm_scratch_bytes::<G1>(n as usize) + (1 << 30);
+        // the bases built and, for the upload, laid out again; the two scalar vectors
+        let on_host = n * (2 * 96 + 2 * 32) + (4 << 30);
+        if device <= free && on_host <= host {
+            return log;
+        }
+    }
+    26
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -335,7 +371,7 @@ fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std
         "| size | cuzk ms | + H2D of scalars ms | Filecoin scalars ms | sppark ms | target ms |"
     );
     println!("|---|---|---|---|---|---|");
-    let max_g1 = if quick { 22 } else { 26 };
+    let max_g1 = max_g1_log(dev, quick);
     let bases = tiled_g1_bases(dev, 1 << max_g1)?;
     let sc = scalars(3, 1 << max_g1);
     let fc = filecoin_scalars(7, 1 << max_g1);
@@ -358,6 +394,7 @@ fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std
             22 => "54.6",
             24 => "162",
             26 => "566",
+            28 => "2187",
             _ => "",
         };
         let target = if log == 26 { "300" } else { "" };
