@@ -93,6 +93,18 @@ impl NttOptions {
             fused_reversal: switch(&FUSE, "CUZK_NTT_FUSE_REV"),
         }
     }
+
+    /// The error for options no pass can run with (more than 2^2 columns a block), naming
+    /// `op`.
+    fn check(&self, op: &'static str) -> Result<()> {
+        if self.cols_log > 2 {
+            return Err(Error::Unsupported {
+                op,
+                detail: format!("2^{} columns a block (at most 2^2)", self.cols_log),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Flags of a pass (ntt.cu): the bit reversal fused into a first pass (s = 0).
@@ -559,12 +571,7 @@ impl GpuDevice {
         c: &mut DeviceBuffer<Scalar>,
         opts: NttOptions,
     ) -> Result<Scalar> {
-        if opts.cols_log > 2 {
-            return Err(Error::Unsupported {
-                op: "h_polynomial",
-                detail: format!("2^{} columns a block (at most 2^2)", opts.cols_log),
-            });
-        }
+        opts.check("h_polynomial")?;
         let log_n = check_ntt_len(a.len())?;
         check_len("h_polynomial (b)", a.len(), b.len())?;
         check_len("h_polynomial (c)", a.len(), c.len())?;
@@ -631,12 +638,7 @@ impl GpuDevice {
         scale: Scalar,
         opts: NttOptions,
     ) -> Result<()> {
-        if opts.cols_log > 2 {
-            return Err(Error::Unsupported {
-                op: "ntt",
-                detail: format!("2^{} columns a block (at most 2^2)", opts.cols_log),
-            });
-        }
+        opts.check("ntt")?;
         let log_n = check_ntt_len(data.len())?;
         let inverse = matches!(kind, NttKind::Inverse | NttKind::CosetInverse);
         let raw = scalar_raw(&scale);
