@@ -60,8 +60,9 @@ pub struct GpuDevice {
     modules: HashMap<&'static str, OnceLock<Arc<CudaModule>>>,
     pub(crate) ntt_tables: std::sync::OnceLock<crate::ntt::NttTables>,
     /// The NTT's top twiddle table (2 GiB, `ntt::TOP_TABLE_BYTES`), built at the first
-    /// transform that can use it; empty while it could not be allocated.
-    pub(crate) ntt_top: std::sync::OnceLock<cudarc::driver::CudaSlice<crate::layout::FrRaw>>,
+    /// transform that can use it; empty while it could not be allocated. One per device:
+    /// shared with the handles of [`GpuDevice::side_stream`].
+    pub(crate) ntt_top: Arc<OnceLock<cudarc::driver::CudaSlice<crate::layout::FrRaw>>>,
     /// Page-locked buffers for small copies (shared with this device's side streams).
     pub(crate) bounce: BouncePool,
 }
@@ -179,7 +180,7 @@ impl GpuDevice {
                 .map(|m| (m.name, OnceLock::new()))
                 .collect(),
             ntt_tables: std::sync::OnceLock::new(),
-            ntt_top: std::sync::OnceLock::new(),
+            ntt_top: Arc::new(OnceLock::new()),
         })
     }
 
@@ -238,7 +239,7 @@ impl GpuDevice {
     /// stream is complete before a kernel on the main stream reads it, and it is freed only
     /// after that read. The first call moves the context into that mode (cudarc synchronises
     /// the context once, then). The handle has its own module cells and NTT tables, loaded
-    /// only if kernels are queued on it.
+    /// only if kernels are queued on it, and shares the device's 2 GiB top twiddle table.
     pub fn side_stream(&self) -> Result<GpuDevice> {
         let stream = self
             .ctx
@@ -259,7 +260,7 @@ impl GpuDevice {
                 .map(|m| (m.name, OnceLock::new()))
                 .collect(),
             ntt_tables: std::sync::OnceLock::new(),
-            ntt_top: std::sync::OnceLock::new(),
+            ntt_top: self.ntt_top.clone(),
             bounce: self.bounce.clone(),
         })
     }

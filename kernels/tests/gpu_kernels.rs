@@ -321,6 +321,21 @@ fn ntt_options_give_the_same_transforms() {
             );
         }
     }
+    // a side stream's handle shares the device's top table (built above on the main stream)
+    let side = dev.side_stream().unwrap();
+    let n = 1usize << 20;
+    let input = scalars(seed + 700, n);
+    for kind in [NttKind::Forward, NttKind::Inverse] {
+        let mut want = input.clone();
+        reference::ntt(&mut want, kind);
+        let mut buf = side.upload(&input).unwrap();
+        side.ntt_with_options(&mut buf, kind, NttOptions::from_env())
+            .unwrap();
+        assert!(
+            side.download(&buf).unwrap() == want,
+            "{kind:?} 2^20 on a side stream (seed {seed})"
+        );
+    }
     let mut buf = dev.upload(&scalars(seed, 1 << 12)).unwrap();
     let bad = NttOptions {
         cols_log: 3,
