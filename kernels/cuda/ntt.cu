@@ -33,6 +33,15 @@
 // Block b then takes the columns rev(b 2^c + cc), cc < 2^c (rev over logn - k bits), so that
 // the bit-reversed side of consecutive blocks lies in runs: element j of that column is
 // at (rev_k(j) << (logn - k)) | (b 2^c + cc).
+// Coset transforms with the top table (flag NTT_COSET_LOW, transforms of 2^19..2^27): the
+// factors of the m stages of the last pass, gamma^(e mod 2^m) for natural index e, are not in
+// that pass's twiddles (which it then reads from the top table like a plain pass) but applied
+// in the pass with s = 0, where they are one factor f a column (e mod 2^m is the reversal of
+// the top m bits of the bit-reversed position): stage 1's butterflies take x0 f and x1 (ct[1]
+// f) for the DIT (f times the input), (x0 + x1) f and (x0 - x1) ct[1] f for the DIF (f times
+// the output). `low` holds gamma^x for x < 2^NTT_MAX_K. Half a product an element in the first
+// pass instead of one in the last. Only with one column a block (c == 0), and not on a DIT
+// pass with NTT_REV (a coset DIT reads bit-reversed data as it is).
 // Coset transforms (ntt_pass_coset, ntt_pass_dif_coset): a DIT network on bit-reversed input
 // absorbs input factors gamma^e, and a DIF network on natural input output factors gamma^e,
 // into its twiddles: every twiddle of stage t (of logn) times ct[t] = gamma^(2^(logn - t))
@@ -52,6 +61,9 @@
 // flags of a pass
 #define NTT_REV 1u
 #define NTT_TOP_INV 2u
+#define NTT_COSET_LOW 4u
+// with NTT_COSET_LOW, bits 8.. of the flags hold m, the stages of the last (non-tabled) pass
+#define NTT_LOW_SHIFT 8
 
 DEVI u32 bitrev_bits(u32 x, u32 bits) { return bits ? __brev(x) >> (32 - bits) : 0u; }
 DEVI u32 pad(u32 e) { return e + (e >> 3); }
@@ -177,7 +189,7 @@ template <bool DIF, bool COSET>
 DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                         const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
-                        const Fr* __restrict__ top, const Fr* __restrict__ ct) {
+                        const Fr* __restrict__ top, const Fr* __restrict__ ct, const Fr* __restrict__ low) {
     extern __shared__ uint4 sm[];
     const u32 cols = 1u << c;
     const u32 nb = 1u << (k + c);
@@ -193,10 +205,22 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
     // a strided pass whose stages all lie in the stage table reads its twiddles from it,
     // another reads them from the top table when there is one (never for a coset pass)
     const bool tabled = s != 0 && s + k <= NTT_STAGE_BITS;
-    const bool topped = !COSET && s != 0 && !tabled && top != nullptr;
+    const bool coset_low = COSET && (flags & NTT_COSET_LOW);
+    const bool topped = (!COSET || coset_low) && s != 0 && !tabled && top != nullptr;
     const bool rev = s == 0 && (flags & NTT_REV);
     // the first pass with the bit reversal: log2 of the column count
     const u32 hb = logn - k;
+    // a coset pass with s == 0 and the low factors (see the top; one column a block): the
+    // column's factor f, taken by its even elements (in on load for the DIT, out on store for
+    // the DIF), while its odd ones take ct[1] f through stage 1's twiddle (table entry 1)
+    const bool lowf = coset_low && s == 0;
+    Fr f;
+    if (lowf) {
+        const u32 m = flags >> NTT_LOW_SHIFT;
+        // the column's index among the bit-reversed order's columns
+        const u32 colp = rev ? bitrev_bits(blockIdx.x, hb) : blockIdx.x;
+        f = ld_vec(low + bitrev_bits(colp >> (hb - m), m));
+    }
 
     // 1. load the block's columns: column col, element j at smem pad((col << k) + j)
     size_t base = 0;
@@ -224,7 +248,11 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         // the first pass: 2^c consecutive columns, contiguous
         base = (size_t)blockIdx.x << (k + c);
 #pragma unroll 4
-        for (u32 l = tid; l < nb; l += nthr) buf.set(pad(l), ld_vec(src + base + l));
+        for (u32 l = tid; l < nb; l += nthr) {
+            Fr v = ld_vec(src + base + l);
+            if (!DIF && lowf && !(l & 1)) v = v * f;
+            buf.set(pad(l), v);
+        }
     } else {
         const u32 lowblocks = 1u << (s - c);
         low0 = (blockIdx.x & (lowblocks - 1)) << c;
@@ -263,8 +291,9 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             if ((flags & NTT_TOP_INV) && x != 0) w = neg(ld_vec(top + ((1u << (NTT_TOP_BITS - 1)) - x)));
             else w = ld_vec(top + x);
         } else if (COSET && s == 0) {
-            // the coset table's entry 2^i + j' (the stage table's layout)
+            // the coset table's entry 2^i + j' (the stage table's layout); stage 1's times f
             w = ld_vec(stage + r);
+            if (lowf && r == 1) w = w * f;
         } else {
             w = small[jp << (NTT_MAX_K - 1 - i)];
             if (s != 0) w = w * wl.get((e >> k) * NTT_MAX_K + i);
@@ -346,11 +375,17 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             const u32 cc = l & (cols - 1);
             const u32 j = l >> c;
             const size_t r = ((size_t)blockIdx.x << c) + cc;
-            st_vec(dst + (((size_t)bitrev_bits(j, k) << hb) | r), buf.get(pad((cc << k) + j)));
+            Fr v = buf.get(pad((cc << k) + j));
+            if (lowf && !(j & 1)) v = v * f;
+            st_vec(dst + (((size_t)bitrev_bits(j, k) << hb) | r), v);
         }
     } else if (s == 0) {
 #pragma unroll 4
-        for (u32 l = tid; l < nb; l += nthr) st_vec(dst + base + l, buf.get(pad(l)));
+        for (u32 l = tid; l < nb; l += nthr) {
+            Fr v = buf.get(pad(l));
+            if (DIF && lowf && !(l & 1)) v = v * f;
+            st_vec(dst + base + l, v);
+        }
     } else {
 #pragma unroll 4
         for (u32 l = tid; l < nb; l += nthr) {
@@ -369,7 +404,7 @@ extern "C" __global__ void ntt_pass(Fr* dst, const Fr* src, u32 logn, u32 s, u32
                                     const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                                     const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                                     const Fr* __restrict__ top) {
-    ntt_pass_body<false, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr);
+    ntt_pass_body<false, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr, nullptr);
 }
 
 // The same launch shape and shared memory as ntt_pass; the host runs the passes in reverse.
@@ -377,23 +412,26 @@ extern "C" __global__ void ntt_pass_dif(Fr* dst, const Fr* src, u32 logn, u32 s,
                                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                                         const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                                         const Fr* __restrict__ top) {
-    ntt_pass_body<true, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr);
+    ntt_pass_body<true, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr, nullptr);
 }
 
 // The coset transforms (DIT with input factors g^e, DIF with output factors g^-e): the same
-// launch shape and shared memory, `stage` a coset stage table and ct its multipliers; no top
-// table (their twiddles carry ct[t]).
+// launch shape and shared memory, `stage` a coset stage table and ct its multipliers; with
+// NTT_COSET_LOW also the top table and `low` (gamma^x, x < 2^NTT_MAX_K; see the top), else
+// both null.
 extern "C" __global__ void ntt_pass_coset(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
                                           const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                                           const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
-                                          const Fr* __restrict__ ct) {
-    ntt_pass_body<false, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, nullptr, ct);
+                                          const Fr* __restrict__ ct, const Fr* __restrict__ top,
+                                          const Fr* __restrict__ low) {
+    ntt_pass_body<false, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, ct, low);
 }
 extern "C" __global__ void ntt_pass_dif_coset(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c,
                                               u32 flags, const Fr* __restrict__ small,
                                               const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi,
-                                              const Fr* __restrict__ stage, const Fr* __restrict__ ct) {
-    ntt_pass_body<true, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, nullptr, ct);
+                                              const Fr* __restrict__ stage, const Fr* __restrict__ ct,
+                                              const Fr* __restrict__ top, const Fr* __restrict__ low) {
+    ntt_pass_body<true, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, ct, low);
 }
 
 // The top table (see the top): out[x] = w27^x = w28^(2x) = root_hi[2x >> 14] root_lo[2x mod

@@ -111,6 +111,12 @@ impl NttOptions {
 const FLAG_REV: u32 = 1;
 /// Flags of a pass: the top table holds forward powers, the pass wants inverse twiddles.
 const FLAG_TOP_INV: u32 = 2;
+/// Flags of a coset pass: the factors of the last pass's stages go to the pass with s = 0,
+/// and the last pass reads its twiddles from the top table (ntt.cu); bits LOW_SHIFT.. hold
+/// that pass's stage count.
+const FLAG_COSET_LOW: u32 = 4;
+/// Where a coset pass's flags hold the last pass's stage count (NTT_LOW_SHIFT in ntt.cu).
+const LOW_SHIFT: u32 = 8;
 
 /// Device memory the per-device NTT tables take, in bytes ([`GpuDevice::ntt`] builds them on
 /// first use and keeps them with the device): the root, coset and stage tables of both
@@ -127,8 +133,9 @@ pub const TABLES_BYTES: u64 = {
 /// Device memory the coset tables take during one [`GpuDevice::h_polynomial_scaled`], in
 /// bytes (a coset stage table of each direction and their stage multipliers, built on the
 /// device at the start of the call and freed at its end).
-pub const COSET_TABLES_BYTES: u64 =
-    2 * ((1u64 << STAGE_BITS) + MAX_LOG_SIZE as u64 + 1) * std::mem::size_of::<FrRaw>() as u64;
+pub const COSET_TABLES_BYTES: u64 = 2
+    * ((1u64 << STAGE_BITS) + (1u64 << NTT_MAX_K) + MAX_LOG_SIZE as u64 + 1)
+    * std::mem::size_of::<FrRaw>() as u64;
 
 /// Which transform to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,6 +174,9 @@ pub(crate) struct NttTables {
 pub(crate) struct CosetTables {
     /// `[2^(t-1) + x] = w_{2^t}^x * ct[t]` for 1 <= t <= min(L, STAGE_BITS), x < 2^(t-1).
     stage: CudaSlice<FrRaw>,
+    /// `gamma^x` for x < 2^NTT_MAX_K: the factors the pass with s = 0 applies for the last
+    /// pass's stages (FLAG_COSET_LOW).
+    low: CudaSlice<FrRaw>,
     /// `ct[t]` for 0 <= t <= MAX_LOG_SIZE (one beyond L).
     ct: CudaSlice<FrRaw>,
 }
@@ -303,11 +313,15 @@ struct PassTables<'a> {
     last: LastArg<'a>,
 }
 
-/// The last argument of a pass kernel: the top table (or null) for the plain passes, the
-/// stage multipliers for the coset ones.
+/// The last arguments of a pass kernel: the top table (or null) for the plain passes; the
+/// stage multipliers, the top table (or null) and the low factors for the coset ones.
 enum LastArg<'a> {
     Top(Option<&'a CudaSlice<FrRaw>>),
-    Ct(&'a CudaSlice<FrRaw>),
+    Coset {
+        ct: &'a CudaSlice<FrRaw>,
+        top: Option<&'a CudaSlice<FrRaw>>,
+        low: &'a CudaSlice<FrRaw>,
+    },
 }
 
 /// Splits `log_n` stages into passes of at most NTT_MAX_K stages, as even as possible, each
@@ -628,7 +642,8 @@ impl GpuDevice {
         // with n = 2^min(log_n, 18): reads stage[e] and ct[t] for e < n, t = bit length of e
         // <= 18 < 29, and writes every out[e], e < n (so the uninitialised buffer is filled).
         unsafe { b.launch(grid(len, 256)) }.map_err(self.drv("launching ntt_coset_table"))?;
-        Ok(CosetTables { stage, ct })
+        let low = self.upload(&powers(gamma, 1 << NTT_MAX_K))?.inner;
+        Ok(CosetTables { stage, low, ct })
     }
 
     fn ntt_full(
@@ -699,10 +714,20 @@ impl GpuDevice {
             (&t.fwd_small, &t.fwd_root_lo, &t.fwd_root_hi, &t.fwd_stage)
         };
         let stage = coset.map_or(plain_stage, |c| &c.stage);
-        // coset passes keep their products (their twiddles carry ct[t])
+        let plan0 = passes(log_n, opts.cols_log);
+        // a coset transform uses the top table when its first pass takes one column a block:
+        // the last pass's factors then go to the pass with s = 0 (FLAG_COSET_LOW, ntt.cu)
         let top = match coset {
-            None if opts.top_table => self.ntt_top(log_n)?,
+            Some(_) if plan0[0].c != 0 => None,
+            _ if opts.top_table => self.ntt_top(log_n)?,
             _ => None,
+        };
+        let coset_low = match (coset, top) {
+            (Some(_), Some(_)) => {
+                let m = plan0.last().map_or(0, |p| p.k);
+                FLAG_COSET_LOW | (m << LOW_SHIFT)
+            }
+            _ => 0,
         };
         // CUZK_NTT_PROFILE=1 prints the time of each kernel (synchronising after each)
         let profile = std::env::var_os("CUZK_NTT_PROFILE").is_some();
@@ -716,7 +741,7 @@ impl GpuDevice {
         };
         mark("start".into());
         let dif = order.dif();
-        let mut plan = passes(log_n, opts.cols_log);
+        let mut plan = plan0;
         if dif {
             // the transposed network: the last pass first
             plan.reverse();
@@ -739,13 +764,17 @@ impl GpuDevice {
             root_hi,
             stage,
             last: match coset {
-                Some(c) => LastArg::Ct(&c.ct),
+                Some(c) => LastArg::Coset {
+                    ct: &c.ct,
+                    top,
+                    low: &c.low,
+                },
                 None => LastArg::Top(top),
             },
         };
         let count = plan.len();
         for (at, p) in plan.into_iter().enumerate() {
-            let mut flags = 0;
+            let mut flags = coset_low;
             if inverse && top.is_some() {
                 flags |= FLAG_TOP_INV;
             }
@@ -839,14 +868,21 @@ impl GpuDevice {
             .arg(tables.root_hi)
             .arg(tables.stage);
         match tables.last {
-            LastArg::Ct(ct) => b.arg(ct),
             LastArg::Top(Some(top)) => b.arg(top),
             LastArg::Top(None) => b.arg(&null),
+            LastArg::Coset { ct, top, low } => {
+                b.arg(ct);
+                match top {
+                    Some(t) => b.arg(t),
+                    None => b.arg(&null),
+                };
+                b.arg(low)
+            }
         };
         // SAFETY: ntt_pass and ntt_pass_dif(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k,
         // u32 c, u32 flags, const Fr* small[256], const Fr* root_lo[2^14], const Fr*
-        // root_hi[2^14], const Fr* stage, const Fr* top), and their _coset forms with a last
-        // argument const Fr* ct[29] instead of top, with s + k <= log_n <= 28, c <= s (s > 0)
+        // root_hi[2^14], const Fr* stage, const Fr* top), and their _coset forms with last
+        // arguments const Fr* ct[29], const Fr* top, const Fr* low[512] instead of top, with s + k <= log_n <= 28, c <= s (s > 0)
         // or c <= log_n - k (s == 0), 2^(log_n-k-c) blocks and the dynamic shared memory of
         // Pass::shared_bytes, touch src and dst indices < 2^log_n: dst has that length (the
         // caller's data or a `via` buffer of the same length), so has src, a different
@@ -856,7 +892,9 @@ impl GpuDevice {
         // s + k <= 18 (the plain table has 2^18 entries, a coset table 2^min(log_n, 18)), and
         // with a coset table also stage indices < 2^k <= 2^min(log_n, 9) when s == 0, and ct
         // indices s + i + 1 <= log_n < 29; top (2^26 entries, non-null only when log_n <= 27)
-        // at x << (27 - t) < 2^26 or 2^26 minus that, for x < 2^(t-1), t <= log_n.
+        // at x << (27 - t) < 2^26 or 2^26 minus that, for x < 2^(t-1), t <= log_n; low (coset,
+        // FLAG_COSET_LOW: set only with a top table, so log_n >= 19, and one column a block in
+        // the pass with s = 0) at the reversal of m <= 9 bits, below 2^9.
         unsafe { b.launch(cfg) }.map_err(self.drv("launching an NTT pass"))?;
         Ok(())
     }
@@ -1065,6 +1103,8 @@ mod tests {
             ("NTT_TOP_BITS", TOP_BITS.to_string()),
             ("NTT_REV", format!("{FLAG_REV}u")),
             ("NTT_TOP_INV", format!("{FLAG_TOP_INV}u")),
+            ("NTT_COSET_LOW", format!("{FLAG_COSET_LOW}u")),
+            ("NTT_LOW_SHIFT", LOW_SHIFT.to_string()),
         ] {
             let line = format!("#define {name} {value}\n");
             assert!(src.contains(&line), "ntt.cu lacks `{}`", line.trim_end());
@@ -1196,6 +1236,94 @@ mod tests {
                             root(s + i + 1).pow_vartime([low]) * root(i + 1).pow_vartime([jp]);
                         let at = (1u64 << (s + i)) + low + (jp << s);
                         assert_eq!(table[at as usize], want, "s {s}, i {i}, low {low}, j' {jp}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The coset transforms with the low factors moved (FLAG_COSET_LOW, ntt.cu): the last m
+    /// stages' twiddles plain (no ct[t]), and each column's factor f = gamma^(rev_m(p >>
+    /// (L - m))) for bit-reversed position p applied to the DIT's input (the kernel: x f for
+    /// the even elements, ct[1] f in stage 1's twiddle for the odd ones, the same thing) or to
+    /// the DIF's output. Equal to bellperson's coset transforms, for every L up to 2^10 and
+    /// every m up to L - 1.
+    #[test]
+    fn coset_low_factors_move_to_the_first_pass() {
+        use rand_chacha::ChaCha8Rng;
+        use rand_core::SeedableRng;
+        let mut rng = ChaCha8Rng::seed_from_u64(19);
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let rev = |x: usize, bits: u32| {
+            if bits == 0 {
+                0
+            } else {
+                x.reverse_bits() >> (usize::BITS - bits)
+            }
+        };
+        for log_n in 2..=10u32 {
+            let n = 1usize << log_n;
+            for m in 1..log_n.min(NTT_MAX_K + 1) {
+                for inverse in [false, true] {
+                    let gamma = if inverse { invert(g) } else { g };
+                    let ct = coset_multipliers(gamma, log_n);
+                    let w = |t: u32| if inverse { invert(omega(t)) } else { omega(t) };
+                    // stage t's twiddle of x: w_{2^t}^x, times ct[t] below the last m stages
+                    let tw = |t: u32, x: usize| {
+                        let v = w(t).pow_vartime([x as u64]);
+                        if t > log_n - m {
+                            v
+                        } else {
+                            v * ct[t as usize]
+                        }
+                    };
+                    let low = powers(gamma, 1 << NTT_MAX_K);
+                    let f = |p: usize| low[rev(p >> (log_n - m), m)];
+                    let input: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+                    let mut got = input.clone();
+                    if !inverse {
+                        // DIT on bit-reversed input, the factors on the input
+                        bitrev_permute(&mut got);
+                        for (p, x) in got.iter_mut().enumerate() {
+                            *x *= f(p);
+                        }
+                        for t in 1..=log_n {
+                            let h = 1usize << (t - 1);
+                            for base in (0..n).step_by(2 * h) {
+                                for x in 0..h {
+                                    let v = got[base + x + h] * tw(t, x);
+                                    let u = got[base + x];
+                                    got[base + x] = u + v;
+                                    got[base + x + h] = u - v;
+                                }
+                            }
+                        }
+                        let mut want = input.clone();
+                        crate::reference::ntt(&mut want, NttKind::CosetForward);
+                        assert_eq!(got, want, "DIT 2^{log_n}, m = {m}");
+                    } else {
+                        // DIF on natural input, the factors on the (bit-reversed) output
+                        for t in (1..=log_n).rev() {
+                            let h = 1usize << (t - 1);
+                            for base in (0..n).step_by(2 * h) {
+                                for x in 0..h {
+                                    let (u, v) = (got[base + x], got[base + x + h]);
+                                    got[base + x] = u + v;
+                                    got[base + x + h] = (u - v) * tw(t, x);
+                                }
+                            }
+                        }
+                        for (p, x) in got.iter_mut().enumerate() {
+                            *x *= f(p);
+                        }
+                        bitrev_permute(&mut got);
+                        let mut want = input.clone();
+                        crate::reference::ntt(&mut want, NttKind::CosetInverse);
+                        let scale = Scalar::from(n as u64);
+                        assert!(
+                            got.iter().zip(&want).all(|(x, y)| *x == *y * scale),
+                            "DIF 2^{log_n}, m = {m}"
+                        );
                     }
                 }
             }
