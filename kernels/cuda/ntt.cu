@@ -2,7 +2,8 @@
 // passes of ntt_pass: a pass runs DIT stages [s + 1, s + k] (k <= NTT_MAX_K) in shared
 // memory for groups ("columns") of 2^k elements spaced 2^s apart, 2^c columns per block.
 // - ntt_bitrev_tiled (or ntt_bitrev below 2^8) permutes the input first, unless the input
-//   is already in bit-reversed order (the output of the DIF passes below).
+//   is already in bit-reversed order (the output of the DIF passes below) or the first pass
+//   does it (NTT_REV, below).
 // - ntt_pass_dif runs the transposed network: the same passes in reverse order, stages in
 //   reverse within each, Gentleman-Sande butterflies (x, y) -> (x + y, (x - y) t) with the
 //   same twiddles: natural order in, bit-reversed order out, no permutation.
@@ -23,8 +24,8 @@
 //   top[x] = w27^x for x < 2^26 (NTT_TOP_BITS = 27; 2 GiB, built once per device on the
 //   device, optional): with it a pass with s + k > NTT_STAGE_BITS (the last pass of a 2^19..
 //   2^27 transform) reads every twiddle, w_{2^t}^x = top[x << (27 - t)], instead of computing
-//   it (the inverse: w^-x = -top[2^26 - x] for x > 0, since w27^(2^26) = -1). Not for coset
-//   passes, whose twiddles carry ct[t] and keep their product.
+//   it (the inverse: w^-x = -top[2^26 - x] for x > 0, since w27^(2^26) = -1). Coset passes
+//   use it only with NTT_COSET_LOW (below).
 // Source and destination: a pass reads `src` and writes `dst`. A strided pass touches the
 // same positions in both, so it may run in place (src == dst) or move the data to another
 // buffer. The first pass (s == 0) may fuse the bit reversal (flag NTT_REV, src != dst): the
@@ -33,6 +34,14 @@
 // Block b then takes the columns rev(b 2^c + cc), cc < 2^c (rev over logn - k bits), so that
 // the bit-reversed side of consecutive blocks lies in runs: element j of that column is
 // at (rev_k(j) << (logn - k)) | (b 2^c + cc).
+// Coset transforms (ntt_pass_coset, ntt_pass_dif_coset): a DIT network on bit-reversed input
+// absorbs input factors gamma^e, and a DIF network on natural input output factors gamma^e,
+// into its twiddles: every twiddle of stage t (of logn) times ct[t] = gamma^(2^(logn - t))
+// (stage 1's becomes gamma^(n/2), no longer 1). gamma = g for the coset forward transform,
+// g^-1 (with the inverse roots) for the inverse one. The host passes a coset stage table (the
+// stage table's entries times ct[t]) as `stage`; the first pass reads its twiddles from it
+// too, and the last (non-tabled) pass multiplies its per-column factors by ct[t] (without
+// NTT_COSET_LOW).
 // Coset transforms with the top table (flag NTT_COSET_LOW, transforms of 2^19..2^27): the
 // factors of the m stages of the last pass, gamma^(e mod 2^m) for natural index e, are not in
 // that pass's twiddles (which it then reads from the top table like a plain pass) but applied
@@ -42,13 +51,6 @@
 // the output). `low` holds gamma^x for x < 2^NTT_MAX_K. Half a product an element in the first
 // pass instead of one in the last. Only with one column a block (c == 0), and not on a DIT
 // pass with NTT_REV (a coset DIT reads bit-reversed data as it is).
-// Coset transforms (ntt_pass_coset, ntt_pass_dif_coset): a DIT network on bit-reversed input
-// absorbs input factors gamma^e, and a DIF network on natural input output factors gamma^e,
-// into its twiddles: every twiddle of stage t (of logn) times ct[t] = gamma^(2^(logn - t))
-// (stage 1's becomes gamma^(n/2), no longer 1). gamma = g for the coset forward transform,
-// g^-1 (with the inverse roots) for the inverse one. The host passes a coset stage table (the
-// stage table's entries times ct[t]) as `stage`; the first pass reads its twiddles from it
-// too, and the last (non-tabled) pass multiplies its per-column factors by ct[t].
 // Shared memory holds Fr as two arrays of 16-byte halves (lo, hi), so a quarter warp
 // reading consecutive elements touches 128 consecutive bytes; the data array is padded by
 // one slot per 8 (pad()) against bank conflicts in the early stages.
