@@ -205,7 +205,8 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
     const u32 nthr = blockDim.x;
     const u32 kmask = (1u << k) - 1;
     // a strided pass whose stages all lie in the stage table reads its twiddles from it,
-    // another reads them from the top table when there is one (never for a coset pass)
+    // another reads them from the top table when there is one (a coset pass only with
+    // NTT_COSET_LOW)
     const bool tabled = s != 0 && s + k <= NTT_STAGE_BITS;
     const bool coset_low = COSET && (flags & NTT_COSET_LOW);
     const bool topped = (!COSET || coset_low) && s != 0 && !tabled && top != nullptr;

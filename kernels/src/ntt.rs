@@ -714,19 +714,18 @@ impl GpuDevice {
             (&t.fwd_small, &t.fwd_root_lo, &t.fwd_root_hi, &t.fwd_stage)
         };
         let stage = coset.map_or(plain_stage, |c| &c.stage);
-        let plan0 = passes(log_n, opts.cols_log);
+        let mut plan = passes(log_n, opts.cols_log);
+        // (DIT order: the pass with s = 0 first, the one beyond the stage table last)
+        let (first_cols, last_stages) = (plan[0].c, plan[plan.len() - 1].k);
         // a coset transform uses the top table when its first pass takes one column a block:
         // the last pass's factors then go to the pass with s = 0 (FLAG_COSET_LOW, ntt.cu)
         let top = match coset {
-            Some(_) if plan0[0].c != 0 => None,
+            Some(_) if first_cols != 0 => None,
             _ if opts.top_table => self.ntt_top(log_n)?,
             _ => None,
         };
         let coset_low = match (coset, top) {
-            (Some(_), Some(_)) => {
-                let m = plan0.last().map_or(0, |p| p.k);
-                FLAG_COSET_LOW | (m << LOW_SHIFT)
-            }
+            (Some(_), Some(_)) => FLAG_COSET_LOW | (last_stages << LOW_SHIFT),
             _ => 0,
         };
         // CUZK_NTT_PROFILE=1 prints the time of each kernel (synchronising after each)
@@ -741,7 +740,6 @@ impl GpuDevice {
         };
         mark("start".into());
         let dif = order.dif();
-        let mut plan = plan0;
         if dif {
             // the transposed network: the last pass first
             plan.reverse();
