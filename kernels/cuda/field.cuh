@@ -551,6 +551,77 @@ DEVI Mont<C> to_mont(const Mont<C>& a) {
 typedef Mont<FpCfg> Fp;
 typedef Mont<FrCfg> Fr;
 
+// Lazy Fr arithmetic (the NTT's butterflies): values in [0, 2r) instead of [0, r), which
+// 2r < 2^256 allows (r < 0.46 * 2^256). Each function states what it takes and gives;
+// fr_reduce_lazy brings a value back to [0, r). The saving is the Montgomery product's final
+// subtraction: a < r and b < 2r give (a b + q r) / R below r (2r / R + 1) < 1.91 r < 2r
+// before it, so the product can stop there. The sum needs one word more (a + b < 4r may
+// exceed 2^256), the difference costs what the full one does.
+// Which operand may be lazy matters: the product's rows add a * b_i (b by words), and its
+// accumulator stays below (a + r) 2^32 before each division by 2^32 (a + r after), which the
+// N + 1 words hold for a < r whatever b is, but not for a up to 2r.
+__constant__ u32 FR_MOD2[8] = {0x00000002, 0xfffffffe, 0xfffcb7fd, 0xa77b4805,
+                               0x1343b00a, 0x6673b010, 0x533afa90, 0xe7db4ea6};
+
+// a b R^-1 mod r, in [0, 2r), for a < r (a twiddle, a factor) and b < 2r, in that order. The
+// full product (operator*) takes the same inputs and returns the value in [0, r).
+DEVI Fr fr_mul_lazy(Fr a, Fr b) {
+    const int N = FrCfg::N;
+    u32 mod[N + 1];
+    mont_mod_words<FrCfg>(mod);
+    u32 even[N], odd[N + 1];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        eo_mad_n_redc<FrCfg>(even, odd, a.v, mod, mod + 1, b.v[i], i == 0);
+        eo_mad_n_redc<FrCfg>(odd, even, a.v, mod, mod + 1, b.v[i + 1], false);
+    }
+    Fr r;
+    r.v[0] = add_cc(even[0], odd[1]);
+#pragma unroll
+    for (int i = 1; i < N - 1; i++) r.v[i] = addc_cc(even[i], odd[i + 1]);
+    r.v[N - 1] = addc(even[N - 1], 0);
+    return r;
+}
+
+// a + b, in [0, 2r), for a, b < 2r: the sum (up to 4r, nine words) less 2r when that does
+// not borrow.
+DEVI Fr fr_add_lazy(const Fr& a, const Fr& b) {
+    const int N = FrCfg::N;
+    Fr s, t;
+    s.v[0] = add_cc(a.v[0], b.v[0]);
+#pragma unroll
+    for (int i = 1; i < N; i++) s.v[i] = addc_cc(a.v[i], b.v[i]);
+    const u32 top = addc(0, 0);
+    t.v[0] = sub_cc(s.v[0], FR_MOD2[0]);
+#pragma unroll
+    for (int i = 1; i < N; i++) t.v[i] = subc_cc(s.v[i], FR_MOD2[i]);
+    // all ones when the nine-word sum is below 2r
+    const u32 below = subc(top, 0);
+#pragma unroll
+    for (int i = 0; i < N; i++) s.v[i] = below ? s.v[i] : t.v[i];
+    return s;
+}
+
+// a - b, in [0, 2r), for a, b < 2r: 2r added back when the difference borrows.
+DEVI Fr fr_sub_lazy(const Fr& a, const Fr& b) {
+    const int N = FrCfg::N;
+    Fr r;
+    r.v[0] = sub_cc(a.v[0], b.v[0]);
+#pragma unroll
+    for (int i = 1; i < N; i++) r.v[i] = subc_cc(a.v[i], b.v[i]);
+    const u32 borrow = subc(0, 0);
+    r.v[0] = add_cc(r.v[0], FR_MOD2[0] & borrow);
+#pragma unroll
+    for (int i = 1; i < N; i++) r.v[i] = addc_cc(r.v[i], FR_MOD2[i] & borrow);
+    return r;
+}
+
+// a in [0, r) for a < 2r (the same value mod r).
+DEVI Fr fr_reduce_lazy(Fr a) {
+    mont_reduce_once<FrCfg>(a.v);
+    return a;
+}
+
 // Fp2 = Fp[u] / (u^2 + 1), blst_fp2 layout {c0, c1}.
 struct Fp2 {
     Fp c0, c1;

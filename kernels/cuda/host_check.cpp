@@ -5,7 +5,8 @@
 // define PAIRED_PRODUCTS) differs from the lone products, and "f64-mismatch" when the FP64-pipe
 // product (field_f64.cuh) differs from a*b, and "sqr-mismatch" when the dedicated square
 // (sqr_dedicated) differs from a*a, and "sum-mismatch" when the sum of two products with one
-// reduction (mul_sum, Fp) differs from the products. Compile with -frounding-math (the FP64 products'
+// reduction (mul_sum, Fp) differs from the products, and "lazy-mismatch" when the lazy Fr
+// operations (fr_mul_lazy, fr_add_lazy, fr_sub_lazy on values in [0, 2r)) go wrong. Compile with -frounding-math (the FP64 products'
 // round-toward-zero FMA sets the rounding mode per call here).
 #include <cfenv>
 #include <cmath>
@@ -67,6 +68,34 @@ static void check_sum(const Fp& x, const Fp& y) {
         printf(" sum-mismatch");
 }
 static void check_sum(const Fr&, const Fr&) {}
+// "lazy-mismatch" when the lazy Fr operations (field.cuh) on x or x + r and y or y + r (the
+// values in [0, 2r) the NTT keeps) leave [0, 2r) or differ from the full operations mod r.
+static Fr plus_r(const Fr& v) {
+    Fr s;
+    s.v[0] = add_cc(v.v[0], FR_MOD[0]);
+    for (int i = 1; i < 8; i++) s.v[i] = addc_cc(v.v[i], FR_MOD[i]);
+    return s;
+}
+static bool below_2r(const Fr& v) {
+    sub_cc(v.v[0], FR_MOD2[0]);
+    for (int i = 1; i < 8; i++) subc_cc(v.v[i], FR_MOD2[i]);
+    return subc(0, 0) != 0;
+}
+static bool lazy_ok(const Fr& v, const Fr& want) { return below_2r(v) && fr_reduce_lazy(v).eq(want); }
+static void check_lazy(const Fr& x, const Fr& y) {
+    const Fr xs[2] = {x, plus_r(x)}, ys[2] = {y, plus_r(y)};
+    bool ok = true;
+    for (const Fr& xi : xs) {
+        ok = ok && fr_reduce_lazy(xi).eq(x);
+        for (const Fr& yi : ys) {
+            ok = ok && lazy_ok(fr_mul_lazy(y, xi), x * y) && lazy_ok(fr_mul_lazy(x, yi), x * y);
+            ok = ok && (y * xi).eq(x * y) && (x * yi).eq(x * y);
+            ok = ok && lazy_ok(fr_add_lazy(xi, yi), x + y) && lazy_ok(fr_sub_lazy(xi, yi), x - y);
+        }
+    }
+    if (!ok) printf(" lazy-mismatch");
+}
+static void check_lazy(const Fp&, const Fp&) {}
 template <class C>
 static void run(const char* a, const char* b) {
     Mont<C> x, y;
@@ -84,6 +113,7 @@ static void run(const char* a, const char* b) {
     if (!f64_agrees(x, y) || !f64_agrees(x, x)) printf(" f64-mismatch");
     if (!sqr_dedicated(x).eq(x * x) || !sqr_dedicated(y).eq(y * y)) printf(" sqr-mismatch");
     check_sum(x, y);
+    check_lazy(x, y);
     printf("\n");
 }
 int main() {

@@ -93,26 +93,41 @@ struct SplitFr {
 // Bytes of dynamic shared memory ntt_pass needs (the host computes the same):
 // data pad(2^(k+c)) + twiddle tables (1 if s == 0 else 2^c) * 2^k + w_low 2^c * NTT_MAX_K.
 
+// Field operations of a pass: lazy (field.cuh: values in [0, 2r), a pass reduces what it
+// stores) when LAZY, else the full ones. Twiddles and factors t are in [0, r) either way.
+template <bool LAZY>
+DEVI Fr tw_mul(const Fr& t, const Fr& x) { return LAZY ? fr_mul_lazy(t, x) : x * t; }
+template <bool LAZY>
+DEVI Fr el_add(const Fr& x, const Fr& y) { return LAZY ? fr_add_lazy(x, y) : x + y; }
+template <bool LAZY>
+DEVI Fr el_sub(const Fr& x, const Fr& y) { return LAZY ? fr_sub_lazy(x, y) : x - y; }
+template <bool LAZY>
+DEVI Fr el_out(const Fr& x) { return LAZY ? fr_reduce_lazy(x) : x; }
+
 // v = y * t; (x, y) = (x + v, x - v)
+template <bool LAZY>
 DEVI void butterfly(Fr& x, Fr& y, const Fr& t) {
-    Fr v = y * t;
-    y = x - v;
-    x = x + v;
+    Fr v = tw_mul<LAZY>(t, y);
+    y = el_sub<LAZY>(x, v);
+    x = el_add<LAZY>(x, v);
 }
+template <bool LAZY>
 DEVI void butterfly1(Fr& x, Fr& y) {
     Fr v = y;
-    y = x - v;
-    x = x + v;
+    y = el_sub<LAZY>(x, v);
+    x = el_add<LAZY>(x, v);
 }
 // The transposed butterflies: (x, y) = (x + y, (x - y) * t), and with t = 1.
+template <bool LAZY>
 DEVI void butterfly_dif(Fr& x, Fr& y, const Fr& t) {
-    Fr d = x - y;
-    x = x + y;
-    y = d * t;
+    Fr d = el_sub<LAZY>(x, y);
+    x = el_add<LAZY>(x, y);
+    y = tw_mul<LAZY>(t, d);
 }
+template <bool LAZY>
 DEVI void butterfly1_dif(Fr& x, Fr& y) {
-    Fr d = x - y;
-    x = x + y;
+    Fr d = el_sub<LAZY>(x, y);
+    x = el_add<LAZY>(x, y);
     y = d;
 }
 
@@ -158,7 +173,7 @@ extern "C" __global__ void ntt_bitrev_tiled(Fr* __restrict__ a, u32 logn) {
 
 // One radix-2 stage i (span 2^i) of a pass, DIT or DIF, then a barrier. Stage 1 of a plain
 // transform (s == 0, i == 0) has twiddle 1.
-template <bool DIF, bool COSET>
+template <bool DIF, bool COSET, bool LAZY>
 DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i, u32 tid, u32 nthr, u32 nb) {
     const u32 h = 1u << i;
     for (u32 b = tid; b < (nb >> 1); b += nthr) {
@@ -170,11 +185,11 @@ DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i,
         Fr x0 = buf.get(pad(j0));
         Fr x1 = buf.get(pad(j0 + h));
         if (!COSET && s == 0 && i == 0) {
-            if (DIF) butterfly1_dif(x0, x1);
-            else butterfly1(x0, x1);
+            if (DIF) butterfly1_dif<LAZY>(x0, x1);
+            else butterfly1<LAZY>(x0, x1);
         } else {
-            if (DIF) butterfly_dif(x0, x1, tw.get(tb + h + jp));
-            else butterfly(x0, x1, tw.get(tb + h + jp));
+            if (DIF) butterfly_dif<LAZY>(x0, x1, tw.get(tb + h + jp));
+            else butterfly<LAZY>(x0, x1, tw.get(tb + h + jp));
         }
         buf.set(pad(j0), x0);
         buf.set(pad(j0 + h), x1);
@@ -187,7 +202,7 @@ DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i,
 // `stage` is the matching coset stage table (see the top). Plain transforms do not read ct.
 // flags: NTT_REV (s == 0 only) fuses the bit reversal; NTT_TOP_INV: `top` holds the forward
 // powers and this pass wants the inverse twiddles. top: the top table, or null.
-template <bool DIF, bool COSET>
+template <bool DIF, bool COSET, bool LAZY>
 DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                         const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
@@ -253,7 +268,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
 #pragma unroll 4
         for (u32 l = tid; l < nb; l += nthr) {
             Fr v = ld_vec(src + base + l);
-            if (!DIF && lowf && !(l & 1)) v = v * f;
+            if (!DIF && lowf && !(l & 1)) v = tw_mul<LAZY>(f, v);
             buf.set(pad(l), v);
         }
     } else {
@@ -309,7 +324,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
     // DIT: i = 0, 2, ... then the radix-2 step last; DIF: the radix-2 step first (top
     // stage), then i = k - 2 (or k - 3), ..., 0, each step's stages in reverse.
     int i = DIF ? (int)k - 2 - (int)(k & 1) : 0;
-    if (DIF && (k & 1)) ntt_radix2<true, COSET>(buf, tw, s, k, k - 1, tid, nthr, nb);
+    if (DIF && (k & 1)) ntt_radix2<true, COSET, LAZY>(buf, tw, s, k, k - 1, tid, nthr, nb);
     for (; DIF ? i >= 0 : i + 1 < (int)k; i += DIF ? -2 : 2) {
         const u32 h = 1u << i;
         for (u32 q = tid; q < (nb >> 2); q += nthr) {
@@ -331,25 +346,25 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             if (!DIF) {
                 if (!one) {
                     const Fr t1 = tw.get(tb + h + jp);
-                    x1 = x1 * t1;
-                    x3 = x3 * t1;
+                    x1 = tw_mul<LAZY>(t1, x1);
+                    x3 = tw_mul<LAZY>(t1, x3);
                 }
-                butterfly1(x0, x1);
-                butterfly1(x2, x3);
-                if (!one) x2 = x2 * tw.get(tb + 2 * h + jp);
-                butterfly1(x0, x2);
-                butterfly(x1, x3, tw.get(tb + 3 * h + jp));
+                butterfly1<LAZY>(x0, x1);
+                butterfly1<LAZY>(x2, x3);
+                if (!one) x2 = tw_mul<LAZY>(tw.get(tb + 2 * h + jp), x2);
+                butterfly1<LAZY>(x0, x2);
+                butterfly<LAZY>(x1, x3, tw.get(tb + 3 * h + jp));
             } else {
-                butterfly_dif(x1, x3, tw.get(tb + 3 * h + jp));
-                butterfly1_dif(x0, x2);
-                if (!one) x2 = x2 * tw.get(tb + 2 * h + jp);
+                butterfly_dif<LAZY>(x1, x3, tw.get(tb + 3 * h + jp));
+                butterfly1_dif<LAZY>(x0, x2);
+                if (!one) x2 = tw_mul<LAZY>(tw.get(tb + 2 * h + jp), x2);
                 if (one) {
-                    butterfly1_dif(x0, x1);
-                    butterfly1_dif(x2, x3);
+                    butterfly1_dif<LAZY>(x0, x1);
+                    butterfly1_dif<LAZY>(x2, x3);
                 } else {
                     const Fr t1 = tw.get(tb + h + jp);
-                    butterfly_dif(x0, x1, t1);
-                    butterfly_dif(x2, x3, t1);
+                    butterfly_dif<LAZY>(x0, x1, t1);
+                    butterfly_dif<LAZY>(x2, x3, t1);
                 }
             }
             buf.set(pad(j0), x0);
@@ -359,7 +374,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         }
         __syncthreads();
     }
-    if (!DIF && (k & 1)) ntt_radix2<false, COSET>(buf, tw, s, k, k - 1, tid, nthr, nb);
+    if (!DIF && (k & 1)) ntt_radix2<false, COSET, LAZY>(buf, tw, s, k, k - 1, tid, nthr, nb);
 
     // 4. store where the block read (in dst), or with the bit reversal where it belongs
     if (rev && !DIF) {
@@ -369,7 +384,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             const u32 cc = l >> k;
             const u32 j = l & kmask;
             const size_t col = bitrev_bits((blockIdx.x << c) + cc, hb);
-            st_vec(dst + (col << k) + j, buf.get(pad(l)));
+            st_vec(dst + (col << k) + j, el_out<LAZY>(buf.get(pad(l))));
         }
     } else if (rev) {
         // element j of column rev(r) to natural position (rev(j) << hb) | r
@@ -379,6 +394,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             const u32 j = l >> c;
             const size_t r = ((size_t)blockIdx.x << c) + cc;
             Fr v = buf.get(pad((cc << k) + j));
+            v = el_out<LAZY>(v);
             if (lowf && !(j & 1)) v = v * f;
             st_vec(dst + (((size_t)bitrev_bits(j, k) << hb) | r), v);
         }
@@ -386,6 +402,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
 #pragma unroll 4
         for (u32 l = tid; l < nb; l += nthr) {
             Fr v = buf.get(pad(l));
+            v = el_out<LAZY>(v);
             if (DIF && lowf && !(l & 1)) v = v * f;
             st_vec(dst + base + l, v);
         }
@@ -394,7 +411,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         for (u32 l = tid; l < nb; l += nthr) {
             const u32 col = l & (cols - 1);
             const u32 j = l >> c;
-            st_vec(dst + base + col + ((size_t)j << s), buf.get(pad((col << k) + j)));
+            st_vec(dst + base + col + ((size_t)j << s), el_out<LAZY>(buf.get(pad((col << k) + j))));
         }
     }
 }
@@ -407,7 +424,7 @@ extern "C" __global__ void ntt_pass(Fr* dst, const Fr* src, u32 logn, u32 s, u32
                                     const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                                     const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                                     const Fr* __restrict__ top) {
-    ntt_pass_body<false, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr, nullptr);
+    ntt_pass_body<false, false, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr, nullptr);
 }
 
 // The same launch shape and shared memory as ntt_pass; the host runs the passes in reverse.
@@ -415,7 +432,7 @@ extern "C" __global__ void ntt_pass_dif(Fr* dst, const Fr* src, u32 logn, u32 s,
                                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                                         const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                                         const Fr* __restrict__ top) {
-    ntt_pass_body<true, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr, nullptr);
+    ntt_pass_body<true, false, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr, nullptr);
 }
 
 // The coset transforms (DIT with input factors g^e, DIF with output factors g^-e): the same
@@ -427,14 +444,14 @@ extern "C" __global__ void ntt_pass_coset(Fr* dst, const Fr* src, u32 logn, u32 
                                           const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                                           const Fr* __restrict__ ct, const Fr* __restrict__ top,
                                           const Fr* __restrict__ low) {
-    ntt_pass_body<false, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, ct, low);
+    ntt_pass_body<false, true, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, ct, low);
 }
 extern "C" __global__ void ntt_pass_dif_coset(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c,
                                               u32 flags, const Fr* __restrict__ small,
                                               const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi,
                                               const Fr* __restrict__ stage, const Fr* __restrict__ ct,
                                               const Fr* __restrict__ top, const Fr* __restrict__ low) {
-    ntt_pass_body<true, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, ct, low);
+    ntt_pass_body<true, true, false>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, ct, low);
 }
 
 // The top table (see the top): out[x] = w27^x = w28^(2x) = root_hi[2x >> 14] root_lo[2x mod

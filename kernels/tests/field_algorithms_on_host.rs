@@ -32,7 +32,7 @@ fn field_algorithms_on_host_match_blstrs() {
     let exe = compile_host_check("host_check", &["-w", "-frounding-math"]);
 
     let n = 2000;
-    let a = scalars(seed, n);
+    let mut a = scalars(seed, n);
     let mut b = scalars(seed + 1, n);
     b[0] = Scalar::ZERO;
     b[1] = -Scalar::ONE;
@@ -55,6 +55,27 @@ fn field_algorithms_on_host_match_blstrs() {
         for (j, f) in edges.iter().enumerate() {
             fa[10 + 5 * i + j] = *e;
             fb[10 + 5 * i + j] = *f;
+        }
+    }
+    // raw Fr limb edges (below r): 0, 1, r - 1, a full low half, the high words at their
+    // largest; the lazy checks lift them to x + r, up to 2r - 1
+    let fr_raw = |l: [u64; 4]| Scalar::from(blst::blst_fr { l });
+    let fr_edges = [
+        fr_raw([0; 4]),
+        fr_raw([1, 0, 0, 0]),
+        fr_raw([
+            0xffff_ffff_0000_0000,
+            0x53bd_a402_fffe_5bfe,
+            0x3339_d808_09a1_d805,
+            0x73ed_a753_299d_7d48,
+        ]),
+        fr_raw([u64::MAX, u64::MAX, 0, 0]),
+        fr_raw([0, u64::MAX, u64::MAX, 0x73ed_a753_299d_7d47]),
+    ];
+    for (i, e) in fr_edges.iter().enumerate() {
+        for (j, f) in fr_edges.iter().enumerate() {
+            a[40 + 5 * i + j] = *e;
+            b[40 + 5 * i + j] = *f;
         }
     }
     let mut input = String::new();
@@ -81,8 +102,8 @@ fn field_algorithms_on_host_match_blstrs() {
     assert_eq!(lines.len(), 2 * n, "host_check output");
     for i in 0..n {
         let fr: Vec<&str> = lines[2 * i].split_whitespace().collect();
-        // a fifth word is host_check's "mul2-mismatch" (the interleaved pair went wrong) or
-        // "f64-mismatch" (the FP64-pipe product did)
+        // a fifth word is host_check's "mul2-mismatch" (the interleaved pair went wrong),
+        // "f64-mismatch" (the FP64-pipe product did) or "lazy-mismatch" (the lazy operations)
         assert_eq!(fr.len(), 4, "Fr line {i}: {} (seed {seed})", lines[2 * i]);
         let want = [a[i] + b[i], a[i] - b[i], a[i] * b[i], a[i].square()];
         for (k, w) in want.iter().enumerate() {
