@@ -51,6 +51,11 @@
 // the output). `low` holds gamma^x for x < 2^NTT_MAX_K. Half a product an element in the first
 // pass instead of one in the last. Only with one column a block (c == 0), and not on a DIT
 // pass with NTT_REV (a coset DIT reads bit-reversed data as it is).
+// Lazy values: inside a pass the elements are kept in [0, 2r) (field.cuh's lazy operations:
+// products without their final subtraction), and each pass reduces what it stores, so every
+// buffer between passes and kernels holds values in [0, r). Twiddles and factors are in [0, r)
+// (the product's first operand). ntt_pass_dif_coset keeps the full operations: lazy, it took
+// 84 registers instead of 76 (a block an SM fewer).
 // Shared memory holds Fr as two arrays of 16-byte halves (lo, hi), so a quarter warp
 // reading consecutive elements touches 128 consecutive bytes; the data array is padded by
 // one slot per 8 (pad()) against bank conflicts in the early stages.
