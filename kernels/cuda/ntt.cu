@@ -95,6 +95,26 @@ struct SplitFr {
     }
 };
 
+// Global to shared memory without registers (cp.async, sm_80 and later), 16 bytes a copy: a
+// pass issues every copy of its columns and twiddles at once, so a block waits for one
+// round trip to memory instead of one for its data and another for its twiddles. A thread's
+// copies are complete after cp_async_wait, and visible to the block after a barrier. `.cg`
+// (L2 only) for the data, read once; `.ca` for the twiddle tables, read by many blocks.
+template <bool L1>
+DEVI void cp_async16(uint4* smem, const void* g) {
+    const u32 sa = (u32)__cvta_generic_to_shared(smem);
+    if (L1) asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(g) : "memory");
+    else asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(g) : "memory");
+}
+DEVI void cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// a.set(e, *p) by two asynchronous copies
+template <bool L1>
+DEVI void set_async(const SplitFr& a, u32 e, const Fr* p) {
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+    cp_async16<L1>(a.lo + e, q);
+    cp_async16<L1>(a.hi + e, q + 1);
+}
+
 // Bytes of dynamic shared memory ntt_pass needs (the host computes the same):
 // data pad(2^(k+c)) + twiddle tables (1 if s == 0 else 2^c) * 2^k + w_low 2^c * NTT_MAX_K.
 
@@ -256,7 +276,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             const u32 cc = l & (cols - 1);
             const u32 j = l >> c;
             const size_t r = ((size_t)blockIdx.x << c) + cc;
-            buf.set(pad((cc << k) + j), ld_vec(src + (((size_t)bitrev_bits(j, k) << hb) | r)));
+            set_async<false>(buf, pad((cc << k) + j), src + (((size_t)bitrev_bits(j, k) << hb) | r));
         }
     } else if (rev) {
         // column rev(r), contiguous in src
@@ -265,16 +285,21 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             const u32 cc = l >> k;
             const u32 j = l & kmask;
             const size_t col = bitrev_bits((blockIdx.x << c) + cc, hb);
-            buf.set(pad(l), ld_vec(src + (col << k) + j));
+            set_async<false>(buf, pad(l), src + (col << k) + j);
         }
     } else if (s == 0) {
         // the first pass: 2^c consecutive columns, contiguous
         base = (size_t)blockIdx.x << (k + c);
+        if (!DIF && lowf) {
 #pragma unroll 4
-        for (u32 l = tid; l < nb; l += nthr) {
-            Fr v = ld_vec(src + base + l);
-            if (!DIF && lowf && !(l & 1)) v = tw_mul<LAZY>(f, v);
-            buf.set(pad(l), v);
+            for (u32 l = tid; l < nb; l += nthr) {
+                Fr v = ld_vec(src + base + l);
+                if (!(l & 1)) v = tw_mul<LAZY>(f, v);
+                buf.set(pad(l), v);
+            }
+        } else {
+#pragma unroll 4
+            for (u32 l = tid; l < nb; l += nthr) set_async<false>(buf, pad(l), src + base + l);
         }
     } else {
         const u32 lowblocks = 1u << (s - c);
@@ -285,7 +310,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         for (u32 l = tid; l < nb; l += nthr) {
             const u32 col = l & (cols - 1);
             const u32 j = l >> c;
-            buf.set(pad((col << k) + j), ld_vec(src + base + col + ((size_t)j << s)));
+            set_async<false>(buf, pad((col << k) + j), src + base + col + ((size_t)j << s));
         }
         // w_low of column col at stage i (t = s + i + 1): w28^(low << (28 - t))
         for (u32 e = tid; !tabled && !topped && e < cols * k; e += nthr) {
@@ -298,30 +323,40 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         }
         __syncthreads();
     }
-    // 2. twiddle tables: table tb, entry 2^i + j' = w_{2^(i+1)}^j' (* w_low of stage i)
+    // 2. twiddle tables: table tb, entry 2^i + j' = w_{2^(i+1)}^j' (* w_low of stage i);
+    // copied from a table where one holds them
+    const bool top_inv = topped && (flags & NTT_TOP_INV);
     for (u32 e = tid; e < ntw; e += nthr) {
         const u32 r = e & kmask;
         if (r == 0) continue;
         const u32 i = 31 - __clz(r);
         const u32 jp = r - (1u << i);
-        Fr w;
         if (tabled) {
             // w_{2^t}^(low + j' 2^s) with t = s + i + 1
-            w = ld_vec(stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
+            set_async<true>(tw, e, stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
         } else if (topped) {
-            // the same power of w_{2^t} as a power of w27: x < 2^(t-1) << (27 - t) = 2^26
+            // the same power of w_{2^t} as a power of w27: x < 2^(t-1) << (27 - t) = 2^26;
+            // the inverse's -top[2^26 - x] is negated below
             const u32 x = (low0 + (e >> k) + (jp << s)) << (NTT_TOP_BITS - (s + i + 1));
-            if ((flags & NTT_TOP_INV) && x != 0) w = neg(ld_vec(top + ((1u << (NTT_TOP_BITS - 1)) - x)));
-            else w = ld_vec(top + x);
+            set_async<true>(tw, e, top + (top_inv && x != 0 ? (1u << (NTT_TOP_BITS - 1)) - x : x));
         } else if (COSET && s == 0) {
             // the coset table's entry 2^i + j' (the stage table's layout); stage 1's times f
-            w = ld_vec(stage + r);
+            Fr w = ld_vec(stage + r);
             if (lowf && r == 1) w = w * f;
+            tw.set(e, w);
+        } else if (s == 0) {
+            set_async<true>(tw, e, small + (jp << (NTT_MAX_K - 1 - i)));
         } else {
-            w = small[jp << (NTT_MAX_K - 1 - i)];
-            if (s != 0) w = w * wl.get((e >> k) * NTT_MAX_K + i);
+            tw.set(e, small[jp << (NTT_MAX_K - 1 - i)] * wl.get((e >> k) * NTT_MAX_K + i));
         }
-        tw.set(e, w);
+    }
+    cp_async_wait();
+    // the inverse twiddles from the top table: this thread's own copies, complete now
+    for (u32 e = tid; top_inv && e < ntw; e += nthr) {
+        const u32 r = e & kmask;
+        const u32 i = 31 - __clz(r);
+        const u32 jp = r - (1u << i);
+        if (r != 0 && ((low0 + (e >> k) + (jp << s)) << (NTT_TOP_BITS - (s + i + 1))) != 0) tw.set(e, neg(tw.get(e)));
     }
     __syncthreads();
 
@@ -451,7 +486,7 @@ extern "C" __global__ void ntt_pass_coset(Fr* dst, const Fr* src, u32 logn, u32 
                                           const Fr* __restrict__ low) {
     ntt_pass_body<false, true, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, ct, low);
 }
-extern "C" __global__ void ntt_pass_dif_coset(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c,
+extern "C" __global__ void __maxnreg__(80) ntt_pass_dif_coset(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c,
                                               u32 flags, const Fr* __restrict__ small,
                                               const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi,
                                               const Fr* __restrict__ stage, const Fr* __restrict__ ct,
