@@ -56,6 +56,9 @@
 // buffer between passes and kernels holds values in [0, r). Twiddles and factors are in [0, r)
 // (the product's first operand). ntt_pass_dif_coset keeps the full operations: lazy, it took
 // 84 registers instead of 76 (a block an SM fewer).
+// Loads: a pass copies its columns and its twiddles (where a table holds them, but for the
+// scattered top table) into shared memory by cp.async, every copy of a thread in flight at
+// once (ntt_pass_dif_coset through registers, see ntt_pass_body).
 // Shared memory holds Fr as two arrays of 16-byte halves (lo, hi), so a quarter warp
 // reading consecutive elements touches 128 consecutive bytes; the data array is padded by
 // one slot per 8 (pad()) against bank conflicts in the early stages.
@@ -113,6 +116,13 @@ DEVI void set_async(const SplitFr& a, u32 e, const Fr* p) {
     const uint4* q = reinterpret_cast<const uint4*>(p);
     cp_async16<L1>(a.lo + e, q);
     cp_async16<L1>(a.hi + e, q + 1);
+}
+
+// a.set(e, *p), by asynchronous copies when ASYNC, else through registers
+template <bool ASYNC, bool L1>
+DEVI void set_from(const SplitFr& a, u32 e, const Fr* p) {
+    if (ASYNC) set_async<L1>(a, e, p);
+    else a.set(e, ld_vec(p));
 }
 
 // Bytes of dynamic shared memory ntt_pass needs (the host computes the same):
@@ -233,6 +243,9 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
                         const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                         const Fr* __restrict__ top, const Fr* __restrict__ ct, const Fr* __restrict__ low) {
     extern __shared__ uint4 sm[];
+    // asynchronous copies into shared memory in every pass kernel but ntt_pass_dif_coset:
+    // with them it took 86 registers (76 without), a block an SM fewer
+    constexpr bool ASYNC = !(DIF && COSET);
     const u32 cols = 1u << c;
     const u32 nb = 1u << (k + c);
     const u32 np = pad(nb);
@@ -276,7 +289,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             const u32 cc = l & (cols - 1);
             const u32 j = l >> c;
             const size_t r = ((size_t)blockIdx.x << c) + cc;
-            set_async<false>(buf, pad((cc << k) + j), src + (((size_t)bitrev_bits(j, k) << hb) | r));
+            set_from<ASYNC, false>(buf, pad((cc << k) + j), src + (((size_t)bitrev_bits(j, k) << hb) | r));
         }
     } else if (rev) {
         // column rev(r), contiguous in src
@@ -285,7 +298,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             const u32 cc = l >> k;
             const u32 j = l & kmask;
             const size_t col = bitrev_bits((blockIdx.x << c) + cc, hb);
-            set_async<false>(buf, pad(l), src + (col << k) + j);
+            set_from<ASYNC, false>(buf, pad(l), src + (col << k) + j);
         }
     } else if (s == 0) {
         // the first pass: 2^c consecutive columns, contiguous
@@ -299,7 +312,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             }
         } else {
 #pragma unroll 4
-            for (u32 l = tid; l < nb; l += nthr) set_async<false>(buf, pad(l), src + base + l);
+            for (u32 l = tid; l < nb; l += nthr) set_from<ASYNC, false>(buf, pad(l), src + base + l);
         }
     } else {
         const u32 lowblocks = 1u << (s - c);
@@ -310,7 +323,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         for (u32 l = tid; l < nb; l += nthr) {
             const u32 col = l & (cols - 1);
             const u32 j = l >> c;
-            set_async<false>(buf, pad((col << k) + j), src + base + col + ((size_t)j << s));
+            set_from<ASYNC, false>(buf, pad((col << k) + j), src + base + col + ((size_t)j << s));
         }
         // w_low of column col at stage i (t = s + i + 1): w28^(low << (28 - t))
         for (u32 e = tid; !tabled && !topped && e < cols * k; e += nthr) {
@@ -325,7 +338,6 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
     }
     // 2. twiddle tables: table tb, entry 2^i + j' = w_{2^(i+1)}^j' (* w_low of stage i);
     // copied from a table where one holds them
-    const bool top_inv = topped && (flags & NTT_TOP_INV);
     for (u32 e = tid; e < ntw; e += nthr) {
         const u32 r = e & kmask;
         if (r == 0) continue;
@@ -333,31 +345,28 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         const u32 jp = r - (1u << i);
         if (tabled) {
             // w_{2^t}^(low + j' 2^s) with t = s + i + 1
-            set_async<true>(tw, e, stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
+            set_from<ASYNC, true>(tw, e, stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
         } else if (topped) {
-            // the same power of w_{2^t} as a power of w27: x < 2^(t-1) << (27 - t) = 2^26;
-            // the inverse's -top[2^26 - x] is negated below
+            // the same power of w_{2^t} as a power of w27: x < 2^(t-1) << (27 - t) = 2^26.
+            // Loaded, not copied: these scattered reads from a 2 GiB table took the last pass
+            // of a 2^27 transform from 13.5 to 14.6 ms as asynchronous copies (stop 30).
             const u32 x = (low0 + (e >> k) + (jp << s)) << (NTT_TOP_BITS - (s + i + 1));
-            set_async<true>(tw, e, top + (top_inv && x != 0 ? (1u << (NTT_TOP_BITS - 1)) - x : x));
+            Fr w;
+            if ((flags & NTT_TOP_INV) && x != 0) w = neg(ld_vec(top + ((1u << (NTT_TOP_BITS - 1)) - x)));
+            else w = ld_vec(top + x);
+            tw.set(e, w);
         } else if (COSET && s == 0) {
             // the coset table's entry 2^i + j' (the stage table's layout); stage 1's times f
             Fr w = ld_vec(stage + r);
             if (lowf && r == 1) w = w * f;
             tw.set(e, w);
         } else if (s == 0) {
-            set_async<true>(tw, e, small + (jp << (NTT_MAX_K - 1 - i)));
+            set_from<ASYNC, true>(tw, e, small + (jp << (NTT_MAX_K - 1 - i)));
         } else {
             tw.set(e, small[jp << (NTT_MAX_K - 1 - i)] * wl.get((e >> k) * NTT_MAX_K + i));
         }
     }
-    cp_async_wait();
-    // the inverse twiddles from the top table: this thread's own copies, complete now
-    for (u32 e = tid; top_inv && e < ntw; e += nthr) {
-        const u32 r = e & kmask;
-        const u32 i = 31 - __clz(r);
-        const u32 jp = r - (1u << i);
-        if (r != 0 && ((low0 + (e >> k) + (jp << s)) << (NTT_TOP_BITS - (s + i + 1))) != 0) tw.set(e, neg(tw.get(e)));
-    }
+    if (ASYNC) cp_async_wait();
     __syncthreads();
 
     // 3. butterflies: radix-4 steps (stages i, i + 1) and a radix-2 step when k is odd;
@@ -486,7 +495,7 @@ extern "C" __global__ void ntt_pass_coset(Fr* dst, const Fr* src, u32 logn, u32 
                                           const Fr* __restrict__ low) {
     ntt_pass_body<false, true, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, ct, low);
 }
-extern "C" __global__ void __maxnreg__(80) ntt_pass_dif_coset(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c,
+extern "C" __global__ void ntt_pass_dif_coset(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c,
                                               u32 flags, const Fr* __restrict__ small,
                                               const Fr* __restrict__ root_lo, const Fr* __restrict__ root_hi,
                                               const Fr* __restrict__ stage, const Fr* __restrict__ ct,
