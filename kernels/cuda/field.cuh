@@ -304,14 +304,19 @@ DEVI void mont_mod_words(u32* mod) {
     mod[C::N] = 0;
 }
 
-// The end of a product: r = even + odd one word down, reduced once.
+// The end of a product: r = even + odd one word down (mont_merge_sum), reduced once
+// (mont_merge).
 template <class C>
-DEVI void mont_merge(Mont<C>& r, const u32* even, const u32* odd) {
+DEVI void mont_merge_sum(Mont<C>& r, const u32* even, const u32* odd) {
     const int N = C::N;
     r.v[0] = add_cc(even[0], odd[1]);
 #pragma unroll
     for (int i = 1; i < N - 1; i++) r.v[i] = addc_cc(even[i], odd[i + 1]);
     r.v[N - 1] = addc(even[N - 1], 0);
+}
+template <class C>
+DEVI void mont_merge(Mont<C>& r, const u32* even, const u32* odd) {
+    mont_merge_sum<C>(r, even, odd);
     mont_reduce_once<C>(r.v);
 }
 
@@ -436,8 +441,10 @@ DEVI Mont<C> sqr_dedicated(const Mont<C>& a) {
 // The operands are taken by value: out of line (MUL_FN __noinline__), references made every
 // call store its operands in the caller's stack frame (local memory) and the callee load
 // them; by value they pass in registers (msm_segments_g2: 63.5 -> 42.7 ms of a 2^24 G2 MSM).
+// mont_mul_unreduced: the product before its final subtraction (below 2m for a, b < m; the
+// lazy Fr product below relies on its bound for b up to 2r).
 template <class C>
-MUL_FN Mont<C> operator*(Mont<C> a, Mont<C> b) {
+DEVI Mont<C> mont_mul_unreduced(const Mont<C>& a, const Mont<C>& b) {
     const int N = C::N;
     u32 mod[N + 1];
     mont_mod_words<C>(mod);
@@ -448,7 +455,13 @@ MUL_FN Mont<C> operator*(Mont<C> a, Mont<C> b) {
         eo_mad_n_redc<C>(odd, even, a.v, mod, mod + 1, b.v[i + 1], false);
     }
     Mont<C> r;
-    mont_merge<C>(r, even, odd);
+    mont_merge_sum<C>(r, even, odd);
+    return r;
+}
+template <class C>
+MUL_FN Mont<C> operator*(Mont<C> a, Mont<C> b) {
+    Mont<C> r = mont_mul_unreduced<C>(a, b);
+    mont_reduce_once<C>(r.v);
     return r;
 }
 
@@ -565,23 +578,7 @@ __constant__ u32 FR_MOD2[8] = {0x00000002, 0xfffffffe, 0xfffcb7fd, 0xa77b4805,
 
 // a b R^-1 mod r, in [0, 2r), for a < r (a twiddle, a factor) and b < 2r, in that order. The
 // full product (operator*) takes the same inputs and returns the value in [0, r).
-DEVI Fr fr_mul_lazy(Fr a, Fr b) {
-    const int N = FrCfg::N;
-    u32 mod[N + 1];
-    mont_mod_words<FrCfg>(mod);
-    u32 even[N], odd[N + 1];
-#pragma unroll
-    for (int i = 0; i < N; i += 2) {
-        eo_mad_n_redc<FrCfg>(even, odd, a.v, mod, mod + 1, b.v[i], i == 0);
-        eo_mad_n_redc<FrCfg>(odd, even, a.v, mod, mod + 1, b.v[i + 1], false);
-    }
-    Fr r;
-    r.v[0] = add_cc(even[0], odd[1]);
-#pragma unroll
-    for (int i = 1; i < N - 1; i++) r.v[i] = addc_cc(even[i], odd[i + 1]);
-    r.v[N - 1] = addc(even[N - 1], 0);
-    return r;
-}
+DEVI Fr fr_mul_lazy(Fr a, Fr b) { return mont_mul_unreduced<FrCfg>(a, b); }
 
 // a + b, in [0, 2r), for a, b < 2r: the sum (up to 4r, nine words) less 2r when that does
 // not borrow.

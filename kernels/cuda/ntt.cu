@@ -56,9 +56,11 @@
 // buffer between passes and kernels holds values in [0, r). Twiddles and factors are in [0, r)
 // (the product's first operand). ntt_pass_dif_coset keeps the full operations: lazy, it took
 // 84 registers instead of 76 (a block an SM fewer).
-// Loads: a pass copies its columns and its twiddles (where a table holds them, but for the
-// scattered top table) into shared memory by cp.async, every copy of a thread in flight at
-// once (ntt_pass_dif_coset through registers, see ntt_pass_body).
+// Loads: the first pass and the passes whose stages all lie in the stage table copy their
+// columns and twiddles into shared memory by cp.async, every copy of a thread in flight at
+// once; a pass beyond the stage table loads its elements and top-table twiddles through
+// registers (copied, the last 2^27 pass ran 8% slower), and ntt_pass_dif_coset loads
+// everything through registers (see ntt_pass_body).
 // Shared memory holds Fr as two arrays of 16-byte halves (lo, hi), so a quarter warp
 // reading consecutive elements touches 128 consecutive bytes; the data array is padded by
 // one slot per 8 (pad()) against bank conflicts in the early stages.
