@@ -361,8 +361,9 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             set_from<ASYNC, true>(tw, e, stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
         } else if (topped) {
             // the same power of w_{2^t} as a power of w27: x < 2^(t-1) << (27 - t) = 2^26.
-            // Loaded, not copied: these scattered reads from a 2 GiB table took the last pass
-            // of a 2^27 transform from 13.5 to 14.6 ms as asynchronous copies (stop 30).
+            // Loaded, as this pass's elements are: with both copied the last pass of a 2^27
+            // transform took 14.6 ms instead of 13.5, and still did with these loaded (stop
+            // 30), so copying these alone was not measured.
             const u32 x = (low0 + (e >> k) + (jp << s)) << (NTT_TOP_BITS - (s + i + 1));
             Fr w;
             if ((flags & NTT_TOP_INV) && x != 0) w = neg(ld_vec(top + ((1u << (NTT_TOP_BITS - 1)) - x)));
