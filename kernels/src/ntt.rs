@@ -489,21 +489,6 @@ impl GpuDevice {
         self.ntt_full(data, kind, Scalar::ONE, opts)
     }
 
-    /// As [`GpuDevice::ntt`] with 2^`cols_log` columns a block in each pass (`cols_log` <= 2;
-    /// the result does not depend on it, only the speed).
-    pub fn ntt_with_columns(
-        &self,
-        data: &mut DeviceBuffer<Scalar>,
-        kind: NttKind,
-        cols_log: u32,
-    ) -> Result<()> {
-        let opts = NttOptions {
-            cols_log,
-            ..NttOptions::from_env()
-        };
-        self.ntt_full(data, kind, Scalar::ONE, opts)
-    }
-
     /// As [`GpuDevice::ntt`], then every element times `scale`, folded into the transform's
     /// own scaling pass (one pass fewer than [`GpuDevice::fr_scale`] after it). For
     /// [`NttKind::Forward`], which has no scaling pass, a `scale` other than one costs one.
@@ -559,22 +544,6 @@ impl GpuDevice {
         c: &mut DeviceBuffer<Scalar>,
     ) -> Result<Scalar> {
         self.h_polynomial_scaled_with_options(a, b, c, NttOptions::from_env())
-    }
-
-    /// As [`GpuDevice::h_polynomial_scaled`] with 2^`cols` columns a block in each pass
-    /// (`cols` <= 2; the result does not depend on it).
-    pub fn h_polynomial_scaled_with_columns(
-        &self,
-        a: &mut DeviceBuffer<Scalar>,
-        b: &mut DeviceBuffer<Scalar>,
-        c: &mut DeviceBuffer<Scalar>,
-        cols: u32,
-    ) -> Result<Scalar> {
-        let opts = NttOptions {
-            cols_log: cols,
-            ..NttOptions::from_env()
-        };
-        self.h_polynomial_scaled_with_options(a, b, c, opts)
     }
 
     /// As [`GpuDevice::h_polynomial_scaled`] with `opts` (the result does not depend on them).
@@ -776,39 +745,18 @@ impl GpuDevice {
             if inverse && top.is_some() {
                 flags |= FLAG_TOP_INV;
             }
-            match via.as_deref_mut() {
-                Some(v) => {
-                    if p.s == 0 {
-                        flags |= FLAG_REV;
-                    }
-                    if at == 0 {
-                        self.launch_pass(
-                            &pass_fn,
-                            &mut v.inner,
-                            Some(&data.inner),
-                            log_n,
-                            p,
-                            flags,
-                            &tables,
-                        )?;
-                    } else if at + 1 == count {
-                        self.launch_pass(
-                            &pass_fn,
-                            &mut data.inner,
-                            Some(&v.inner),
-                            log_n,
-                            p,
-                            flags,
-                            &tables,
-                        )?;
-                    } else {
-                        self.launch_pass(&pass_fn, &mut v.inner, None, log_n, p, flags, &tables)?;
-                    }
-                }
-                None => {
-                    self.launch_pass(&pass_fn, &mut data.inner, None, log_n, p, flags, &tables)?
-                }
+            if via.is_some() && p.s == 0 {
+                flags |= FLAG_REV;
             }
+            // with `via`: the first pass from data into it, the last back, the others in place
+            // there; without: every pass in place in data
+            let (dst, src) = match via.as_deref_mut() {
+                Some(v) if at == 0 => (&mut v.inner, Some(&data.inner)),
+                Some(v) if at + 1 == count => (&mut data.inner, Some(&v.inner)),
+                Some(v) => (&mut v.inner, None),
+                None => (&mut data.inner, None),
+            };
+            self.launch_pass(&pass_fn, dst, src, log_n, p, flags, &tables)?;
             mark(format!("pass s={} k={} c={} flags={flags}", p.s, p.k, p.c));
         }
         if order.reverses() && via.is_none() && dif {
@@ -880,9 +828,10 @@ impl GpuDevice {
         // SAFETY: ntt_pass and ntt_pass_dif(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k,
         // u32 c, u32 flags, const Fr* small[256], const Fr* root_lo[2^14], const Fr*
         // root_hi[2^14], const Fr* stage, const Fr* top), and their _coset forms with last
-        // arguments const Fr* ct[29], const Fr* top, const Fr* low[512] instead of top, with s + k <= log_n <= 28, c <= s (s > 0)
-        // or c <= log_n - k (s == 0), 2^(log_n-k-c) blocks and the dynamic shared memory of
-        // Pass::shared_bytes, touch src and dst indices < 2^log_n: dst has that length (the
+        // arguments const Fr* ct[29], const Fr* top, const Fr* low[512] instead of top, with
+        // s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0), 2^(log_n-k-c)
+        // blocks and the dynamic shared memory of Pass::shared_bytes, touch src and dst
+        // indices < 2^log_n: dst has that length (the
         // caller's data or a `via` buffer of the same length), so has src, a different
         // allocation when given (with FLAG_REV only then, at s = 0: the bit reversal of an
         // index below 2^log_n stays below it) or dst's own address; root indices < 2^14

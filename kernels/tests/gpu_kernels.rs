@@ -217,6 +217,14 @@ fn ntt_matches_bellperson_at_every_size_up_to_2_22() {
     }
 }
 
+/// The default options with 2^`cols_log` columns a block in each pass.
+fn columns(cols_log: u32) -> NttOptions {
+    NttOptions {
+        cols_log,
+        ..NttOptions::from_env()
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn ntt_matches_bellperson_with_every_column_count() {
@@ -231,7 +239,7 @@ fn ntt_matches_bellperson_with_every_column_count() {
             let input = scalars(seed + 100 + log_n as u64, n);
             for kind in [NttKind::Forward, NttKind::CosetInverse] {
                 let mut buf = dev.upload(&input).unwrap();
-                dev.ntt_with_columns(&mut buf, kind, cols).unwrap();
+                dev.ntt_with_options(&mut buf, kind, columns(cols)).unwrap();
                 let got = dev.download(&buf).unwrap();
                 let mut want = input.clone();
                 reference::ntt(&mut want, kind);
@@ -242,7 +250,9 @@ fn ntt_matches_bellperson_with_every_column_count() {
         }
     }
     let mut buf = dev.upload(&scalars(seed, 16)).unwrap();
-    assert!(dev.ntt_with_columns(&mut buf, NttKind::Forward, 3).is_err());
+    assert!(dev
+        .ntt_with_options(&mut buf, NttKind::Forward, columns(3))
+        .is_err());
 }
 
 /// Every combination of the NTT's options (the top twiddle table, the bit reversal fused
@@ -474,7 +484,7 @@ fn h_polynomial_scaled_matches_the_plain_steps() {
         for &c in cols {
             let [mut a, mut b, mut cc] = [0, 1, 2].map(|k| dev.upload(&abc[k]).unwrap());
             let kappa = dev
-                .h_polynomial_scaled_with_columns(&mut a, &mut b, &mut cc, c)
+                .h_polynomial_scaled_with_options(&mut a, &mut b, &mut cc, columns(c))
                 .unwrap();
             let got = dev.download(&a).unwrap();
             if let Some(i) = (0..n).find(|&i| got[i] * kappa != want[i]) {
@@ -507,7 +517,7 @@ fn h_polynomial_scaled_matches_the_plain_steps() {
     assert!(dev.h_polynomial_scaled(&mut a, &mut b, &mut c).is_err());
     let mut c = dev.upload(&scalars(seed, 1024)).unwrap();
     assert!(dev
-        .h_polynomial_scaled_with_columns(&mut a, &mut b, &mut c, 3)
+        .h_polynomial_scaled_with_options(&mut a, &mut b, &mut c, columns(3))
         .is_err());
     // f scales c in a*b - c f
     let n = 4099;
