@@ -1,5 +1,6 @@
 //! Differential tests of every device operation against blstrs (needs a CUDA device):
-//! field arithmetic, NTT at every size 2^1..2^22 and at 2^26, and G1/G2 MSM with edge cases.
+//! field arithmetic, NTT at every size 2^1..2^22 and at 2^26..2^28, and G1/G2 MSM with edge
+//! cases.
 //!
 //! Run on a GPU machine: `gpu_kernels --include-ignored --test-threads=1`.
 //! Each test prints its seed; rerun with `CUZK_TEST_SEED=<seed>` to reproduce.
@@ -550,13 +551,12 @@ fn evaluate(a: &[Scalar], x: Scalar) -> Scalar {
         .fold(Scalar::ZERO, |acc, &p| acc * xc + p)
 }
 
-#[test]
-#[ignore = "needs a CUDA device"]
-fn ntt_at_2_26_evaluates_the_polynomial() {
-    let dev = device();
+/// A transform of 2^log_n random points against direct evaluations of the polynomial at a
+/// few random points (coset forward, then forward after a coset inverse), and the round trip
+/// back to the input.
+fn check_large_ntt(dev: &GpuDevice, log_n: u32) {
     let seed = seed();
-    println!("seed {seed}");
-    let log_n = 26;
+    println!("2^{log_n}: seed {seed}");
     let n = 1usize << log_n;
     let input = scalars(seed, n);
     let mut buf = dev.upload(&input).unwrap();
@@ -571,23 +571,43 @@ fn ntt_at_2_26_evaluates_the_polynomial() {
         assert_eq!(
             out[i],
             evaluate(&input, x),
-            "coset evaluation at {i} (seed {seed})"
+            "2^{log_n}: coset evaluation at {i} (seed {seed})"
         );
     }
+    drop(out);
     dev.ntt(&mut buf, NttKind::CosetInverse).unwrap();
     dev.ntt(&mut buf, NttKind::Forward).unwrap();
     let fwd = dev.download(&buf).unwrap();
-    let i = (rng.next_u64() as usize) % n;
-    assert_eq!(
-        fwd[i],
-        evaluate(&input, w.pow_vartime([i as u64])),
-        "evaluation at {i} (seed {seed})"
-    );
+    for i in [0, n - 1, (rng.next_u64() as usize) % n] {
+        assert_eq!(
+            fwd[i],
+            evaluate(&input, w.pow_vartime([i as u64])),
+            "2^{log_n}: evaluation at {i} (seed {seed})"
+        );
+    }
+    drop(fwd);
     dev.ntt(&mut buf, NttKind::Inverse).unwrap();
     assert!(
         dev.download(&buf).unwrap() == input,
-        "round trip 2^26 (seed {seed})"
+        "2^{log_n}: round trip (seed {seed})"
     );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ntt_at_2_26_evaluates_the_polynomial() {
+    check_large_ntt(&device(), 26);
+}
+
+/// The production size (a 32 GiB PoRep's domain, the largest the top table serves) and the
+/// largest size the transforms take (no top table: every pass beyond the stage table computes
+/// its twiddles). 2^28 needs 8 GiB a buffer on the device and about 32 GiB on the host.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ntt_at_2_27_and_2_28_evaluates_the_polynomial() {
+    let dev = device();
+    check_large_ntt(&dev, 27);
+    check_large_ntt(&dev, 28);
 }
 
 #[test]
