@@ -55,12 +55,11 @@
 // products without their final subtraction), and each pass reduces what it stores, so every
 // buffer between passes and kernels holds values in [0, r). Twiddles and factors are in [0, r)
 // (the product's first operand). ntt_pass_dif_coset keeps the full operations: lazy, it took
-// 84 registers instead of 76 (a block an SM fewer).
+// 86 registers instead of 76 (a block an SM fewer).
 // Loads: the first pass and the passes whose stages all lie in the stage table copy their
 // columns and twiddles into shared memory by cp.async, every copy of a thread in flight at
 // once; a pass beyond the stage table loads its elements and top-table twiddles through
-// registers (copied, the last 2^27 pass ran 8% slower), and ntt_pass_dif_coset loads
-// everything through registers (see ntt_pass_body).
+// registers (copied, the last 2^27 pass ran 8% slower).
 // Shared memory holds Fr as two arrays of 16-byte halves (lo, hi), so a quarter warp
 // reading consecutive elements touches 128 consecutive bytes; the data array is padded by
 // one slot per 8 (pad()) against bank conflicts in the early stages.
@@ -118,13 +117,6 @@ DEVI void set_async(const SplitFr& a, u32 e, const Fr* p) {
     const uint4* q = reinterpret_cast<const uint4*>(p);
     cp_async16<L1>(a.lo + e, q);
     cp_async16<L1>(a.hi + e, q + 1);
-}
-
-// a.set(e, *p), by asynchronous copies when ASYNC, else through registers
-template <bool ASYNC, bool L1>
-DEVI void set_from(const SplitFr& a, u32 e, const Fr* p) {
-    if (ASYNC) set_async<L1>(a, e, p);
-    else a.set(e, ld_vec(p));
 }
 
 // Bytes of dynamic shared memory ntt_pass needs (the host computes the same):
@@ -234,6 +226,16 @@ DEVI void ntt_radix2(const SplitFr& buf, const SplitFr& tw, u32 s, u32 k, u32 i,
     __syncthreads();
 }
 
+// f times the even elements of a block's one column, then a barrier. Each thread takes the
+// same number (nb / (2 nthr)), so no lane waits on another: multiplied on load or store
+// (element l by thread l mod nthr), the even threads took every product and the odd ones
+// waited, and the coset forward's first 2^27 pass took 15.4 ms against the plain one's 10.9.
+template <bool LAZY>
+DEVI void scale_even(const SplitFr& buf, const Fr& f, u32 nb, u32 tid, u32 nthr) {
+    for (u32 e = 2 * tid; e < nb; e += 2 * nthr) buf.set(pad(e), tw_mul<LAZY>(f, buf.get(pad(e))));
+    __syncthreads();
+}
+
 // DIF: the transposed pass (ntt_pass_dif), stages in reverse order.
 // COSET: a coset transform; ct[t] (1 <= t <= logn) multiplies every twiddle of stage t, and
 // `stage` is the matching coset stage table (see the top). Plain transforms do not read ct.
@@ -245,9 +247,6 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
                         const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                         const Fr* __restrict__ top, const Fr* __restrict__ ct, const Fr* __restrict__ low) {
     extern __shared__ uint4 sm[];
-    // asynchronous copies into shared memory in every pass kernel but ntt_pass_dif_coset:
-    // with them it took 86 registers (76 without), a block an SM fewer
-    constexpr bool ASYNC = !(DIF && COSET);
     const u32 cols = 1u << c;
     const u32 nb = 1u << (k + c);
     const u32 np = pad(nb);
@@ -269,16 +268,17 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
     // the first pass with the bit reversal: log2 of the column count
     const u32 hb = logn - k;
     // a coset pass with s == 0 and the low factors (see the top; one column a block): the
-    // column's factor f, taken by its even elements (in on load for the DIT, out on store for
-    // the DIF), while its odd ones take ct[1] f through stage 1's twiddle (table entry 1)
+    // column's factor f, taken by its even elements (scale_even: after the DIT's load, before
+    // the DIF's store), while its odd ones take ct[1] f through stage 1's twiddle (table entry
+    // 1). f waits in the table's unused entry 0: multiplied inside the radix-4 steps from
+    // registers instead, it took both coset kernels to 88 registers.
     const bool lowf = coset_low && s == 0;
-    Fr f;
-    if (lowf) {
+    const auto low_factor = [&]() -> Fr {
         const u32 m = flags >> NTT_LOW_SHIFT;
         // the column's index among the bit-reversed order's columns
         const u32 colp = rev ? bitrev_bits(blockIdx.x, hb) : blockIdx.x;
-        f = ld_vec(low + bitrev_bits(colp >> (hb - m), m));
-    }
+        return ld_vec(low + bitrev_bits(colp >> (hb - m), m));
+    };
 
     // 1. load the block's columns: column col, element j at smem pad((col << k) + j)
     size_t base = 0;
@@ -291,7 +291,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             const u32 cc = l & (cols - 1);
             const u32 j = l >> c;
             const size_t r = ((size_t)blockIdx.x << c) + cc;
-            set_from<ASYNC, false>(buf, pad((cc << k) + j), src + (((size_t)bitrev_bits(j, k) << hb) | r));
+            set_async<false>(buf, pad((cc << k) + j), src + (((size_t)bitrev_bits(j, k) << hb) | r));
         }
     } else if (rev) {
         // column rev(r), contiguous in src
@@ -300,22 +300,13 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             const u32 cc = l >> k;
             const u32 j = l & kmask;
             const size_t col = bitrev_bits((blockIdx.x << c) + cc, hb);
-            set_from<ASYNC, false>(buf, pad(l), src + (col << k) + j);
+            set_async<false>(buf, pad(l), src + (col << k) + j);
         }
     } else if (s == 0) {
         // the first pass: 2^c consecutive columns, contiguous
         base = (size_t)blockIdx.x << (k + c);
-        if (!DIF && lowf) {
 #pragma unroll 4
-            for (u32 l = tid; l < nb; l += nthr) {
-                Fr v = ld_vec(src + base + l);
-                if (!(l & 1)) v = tw_mul<LAZY>(f, v);
-                buf.set(pad(l), v);
-            }
-        } else {
-#pragma unroll 4
-            for (u32 l = tid; l < nb; l += nthr) set_from<ASYNC, false>(buf, pad(l), src + base + l);
-        }
+        for (u32 l = tid; l < nb; l += nthr) set_async<false>(buf, pad(l), src + base + l);
     } else {
         const u32 lowblocks = 1u << (s - c);
         low0 = (blockIdx.x & (lowblocks - 1)) << c;
@@ -328,7 +319,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             for (u32 l = tid; l < nb; l += nthr) {
                 const u32 col = l & (cols - 1);
                 const u32 j = l >> c;
-                set_from<ASYNC, false>(buf, pad((col << k) + j), src + base + col + ((size_t)j << s));
+                set_async<false>(buf, pad((col << k) + j), src + base + col + ((size_t)j << s));
             }
         } else {
 #pragma unroll 4
@@ -353,12 +344,13 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
     // copied from a table where one holds them
     for (u32 e = tid; e < ntw; e += nthr) {
         const u32 r = e & kmask;
+        if (lowf && e == 0) tw.set(0, low_factor());
         if (r == 0) continue;
         const u32 i = 31 - __clz(r);
         const u32 jp = r - (1u << i);
         if (tabled) {
             // w_{2^t}^(low + j' 2^s) with t = s + i + 1
-            set_from<ASYNC, true>(tw, e, stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
+            set_async<true>(tw, e, stage + (1u << (s + i)) + low0 + (e >> k) + (jp << s));
         } else if (topped) {
             // the same power of w_{2^t} as a power of w27: x < 2^(t-1) << (27 - t) = 2^26.
             // Loaded, as this pass's elements are: with both copied the last pass of a 2^27
@@ -372,16 +364,17 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         } else if (COSET && s == 0) {
             // the coset table's entry 2^i + j' (the stage table's layout); stage 1's times f
             Fr w = ld_vec(stage + r);
-            if (lowf && r == 1) w = w * f;
+            if (lowf && r == 1) w = w * low_factor();
             tw.set(e, w);
         } else if (s == 0) {
-            set_from<ASYNC, true>(tw, e, small + (jp << (NTT_MAX_K - 1 - i)));
+            set_async<true>(tw, e, small + (jp << (NTT_MAX_K - 1 - i)));
         } else {
             tw.set(e, small[jp << (NTT_MAX_K - 1 - i)] * wl.get((e >> k) * NTT_MAX_K + i));
         }
     }
-    if (ASYNC) cp_async_wait();
+    cp_async_wait();
     __syncthreads();
+    if (!DIF && lowf) scale_even<LAZY>(buf, tw.get(0), nb, tid, nthr);
 
     // 3. butterflies: radix-4 steps (stages i, i + 1) and a radix-2 step when k is odd;
     // DIT: i = 0, 2, ... then the radix-2 step last; DIF: the radix-2 step first (top
@@ -438,6 +431,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         __syncthreads();
     }
     if (!DIF && (k & 1)) ntt_radix2<false, COSET, LAZY>(buf, tw, s, k, k - 1, tid, nthr, nb);
+    if (DIF && lowf) scale_even<LAZY>(buf, tw.get(0), nb, tid, nthr);
 
     // 4. store where the block read (in dst), or with the bit reversal where it belongs
     if (rev && !DIF) {
@@ -456,18 +450,12 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             const u32 cc = l & (cols - 1);
             const u32 j = l >> c;
             const size_t r = ((size_t)blockIdx.x << c) + cc;
-            Fr v = buf.get(pad((cc << k) + j));
-            v = el_out<LAZY>(v);
-            if (lowf && !(j & 1)) v = v * f;
-            st_vec(dst + (((size_t)bitrev_bits(j, k) << hb) | r), v);
+            st_vec(dst + (((size_t)bitrev_bits(j, k) << hb) | r), el_out<LAZY>(buf.get(pad((cc << k) + j))));
         }
     } else if (s == 0) {
 #pragma unroll 4
         for (u32 l = tid; l < nb; l += nthr) {
-            Fr v = buf.get(pad(l));
-            v = el_out<LAZY>(v);
-            if (DIF && lowf && !(l & 1)) v = v * f;
-            st_vec(dst + base + l, v);
+            st_vec(dst + base + l, el_out<LAZY>(buf.get(pad(l))));
         }
     } else {
 #pragma unroll 4
