@@ -596,6 +596,22 @@ extern "C" __global__ void fr_mul_sub_scaled(Fr* __restrict__ a, const Fr* __res
     st_vec(a + i, ld_vec(a + i) * ld_vec(b + i) - ld_vec(c + i) * f);
 }
 
+// a[i] = a[i] - c[i] * f (the end of the H polynomial's six-transform form, see ntt.rs).
+extern "C" __global__ void fr_sub_scaled(Fr* __restrict__ a, const Fr* __restrict__ c, u32 n, Fr f) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    st_vec(a + i, ld_vec(a + i) - ld_vec(c + i) * f);
+}
+
+// *flag = 1 if a[i] * b[i] != c[i] for some i < n (the assignment does not satisfy its
+// constraints); the caller zeroes *flag. Threads that find a difference all store 1.
+extern "C" __global__ void fr_check_product(const Fr* __restrict__ a, const Fr* __restrict__ b,
+                                            const Fr* __restrict__ c, u32 n, u32* __restrict__ flag) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    if (!(ld_vec(a + i) * ld_vec(b + i)).eq(ld_vec(c + i))) *flag = 1u;
+}
+
 extern "C" __global__ void fr_add_assign(Fr* __restrict__ a, const Fr* __restrict__ b, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;

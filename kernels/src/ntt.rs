@@ -78,19 +78,26 @@ pub struct NttOptions {
     /// same size while the transform runs (from the device's pool; without room for one, the
     /// bit reversal runs as a pass of its own).
     pub fused_reversal: bool,
+    /// Compute Groth16's H by six transforms instead of seven when the assignment satisfies
+    /// its constraints (c = a b element-wise, checked on the device first; see
+    /// [`GpuDevice::h_polynomial_scaled`]). The result is the same either way.
+    pub negacyclic_h: bool,
 }
 
 impl NttOptions {
     /// The defaults, each overridden once per process by the environment (for
     /// measurements): `CUZK_NTT_COLS` (0, 1 or 2), `CUZK_NTT_TOP=0` (no top table),
-    /// `CUZK_NTT_FUSE_REV=0` (the bit reversal as a pass of its own).
+    /// `CUZK_NTT_FUSE_REV=0` (the bit reversal as a pass of its own), `CUZK_H_NEGACYCLIC=0`
+    /// (H by seven transforms always).
     pub fn from_env() -> Self {
         static TOP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         static FUSE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        static NEGA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         NttOptions {
             cols_log: cols_log(),
             top_table: switch(&TOP, "CUZK_NTT_TOP"),
             fused_reversal: switch(&FUSE, "CUZK_NTT_FUSE_REV"),
+            negacyclic_h: switch(&NEGA, "CUZK_H_NEGACYCLIC"),
         }
     }
 
@@ -536,6 +543,18 @@ impl GpuDevice {
     /// contents are no longer needed). Every constant (1/m four times, 1/Z) is left to kappa
     /// = 1 / (m^3 (g^m - 1)): one scalar multiplication of the MSM's result instead of a pass
     /// over the data.
+    ///
+    /// Six transforms instead of seven when the assignment satisfies its constraints, c = a b
+    /// element-wise on the domain (with [`NttOptions::negacyclic_h`], the default; one pass
+    /// over a, b and c checks it on the device first, and an assignment that does not satisfy
+    /// it takes the seven transforms, so the result is the same for any input): then
+    /// C(X) = A(X) B(X) mod (X^m - 1), and with A B = P_lo + X^m P_hi (degrees below m) the
+    /// quotient is h = P_hi and C = P_lo + P_hi. On the coset of zeta, a primitive 2m-th root
+    /// of unity (zeta^m = -1), A B takes the values of N = P_lo - P_hi (X^m = -1 there), so
+    /// h = (C - N) / 2: a and b to the zeta coset (two transforms each, as above), their
+    /// product, the inverse zeta-coset transform (m^3 N), the inverse transform of c (m C),
+    /// and `a = m^3 N - m^2 (m C)` = -2 m^3 h: kappa = -1 / (2 m^3). The coefficients are
+    /// bellperson's h exactly (the quotient is unique), not an approximation of them.
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = a.len()))]
     pub fn h_polynomial_scaled(
         &self,
@@ -558,8 +577,12 @@ impl GpuDevice {
         let log_n = check_ntt_len(a.len())?;
         check_len("h_polynomial (b)", a.len(), b.len())?;
         check_len("h_polynomial (c)", a.len(), c.len())?;
-        let fwd = self.coset_tables(log_n, false)?;
-        let inv = self.coset_tables(log_n, true)?;
+        if opts.negacyclic_h && self.satisfies_products(a, b, c)? {
+            return self.h_negacyclic(a, b, c, log_n, opts);
+        }
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let fwd = self.coset_tables(log_n, false, g)?;
+        let inv = self.coset_tables(log_n, true, g)?;
         for v in [&mut *a, &mut *b, &mut *c] {
             self.ntt_core(v, log_n, true, opts, Order::NaturalToBitrev, None, None)?;
             self.ntt_core(
@@ -589,12 +612,84 @@ impl GpuDevice {
         Ok(coset_z_inverse(log_n) * invert(m * m * m))
     }
 
-    /// The coset tables of a 2^log_n transform in one direction ([`CosetTables`]): the stage
+    /// [`GpuDevice::h_polynomial_scaled`]'s six-transform form, for a, b, c with c = a b
+    /// element-wise (see there); returns kappa = -1 / (2 m^3).
+    fn h_negacyclic(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &mut DeviceBuffer<Scalar>,
+        c: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        opts: NttOptions,
+    ) -> Result<Scalar> {
+        // zeta = w_{2m}: omega of one size up (2m <= 2^29 < 2^S)
+        let zeta = omega(log_n + 1);
+        let fwd = self.coset_tables(log_n, false, zeta)?;
+        let inv = self.coset_tables(log_n, true, zeta)?;
+        for v in [&mut *a, &mut *b] {
+            self.ntt_core(v, log_n, true, opts, Order::NaturalToBitrev, None, None)?;
+            self.ntt_core(
+                v,
+                log_n,
+                false,
+                opts,
+                Order::BitrevToNatural,
+                Some(&fwd),
+                None,
+            )?;
+        }
+        // m^2 (A B)(zeta w^i) = m^2 N(zeta w^i)
+        self.fr_mul_assign(a, b)?;
+        // b is free now: the two inverse transforms move through it, their bit reversals
+        // fused into their last passes
+        let via = opts.fused_reversal.then_some(&mut *b);
+        self.ntt_core(
+            a,
+            log_n,
+            true,
+            opts,
+            Order::NaturalToNaturalDif,
+            Some(&inv),
+            via,
+        )?;
+        let via = opts.fused_reversal.then_some(&mut *b);
+        self.ntt_core(c, log_n, true, opts, Order::NaturalToNaturalDif, None, via)?;
+        let m = Scalar::from(a.len() as u64);
+        self.fr_sub_scaled(a, c, m * m)?;
+        Ok(-invert(Scalar::from(2u64) * m * m * m))
+    }
+
+    /// Whether `a_i * b_i == c_i` for every i (an assignment that satisfies its constraints):
+    /// one pass over the three on the device and a read-back of one flag, which waits for the
+    /// device's stream.
+    pub fn satisfies_products(
+        &self,
+        a: &DeviceBuffer<Scalar>,
+        b: &DeviceBuffer<Scalar>,
+        c: &DeviceBuffer<Scalar>,
+    ) -> Result<bool> {
+        let n = ternary_len("satisfies_products", a, b, c)?;
+        let mut flag = self.alloc_zeroed::<u32>(1)?;
+        let f = self.function(&NTT, "fr_check_product")?;
+        let mut l = self.stream().launch_builder(&f);
+        l.arg(&a.inner)
+            .arg(&b.inner)
+            .arg(&c.inner)
+            .arg(&n)
+            .arg(&mut flag.inner);
+        // SAFETY: fr_check_product(const Fr* a, const Fr* b, const Fr* c, u32 n, u32* flag)
+        // reads indices < n of a, b and c, all of length n, and writes flag[0] (length 1).
+        unsafe { l.launch(grid(n as usize, 256)) }
+            .map_err(self.drv("launching fr_check_product"))?;
+        Ok(self.download(&flag)?[0] == 0)
+    }
+
+    /// The coset tables of a 2^log_n transform in one direction ([`CosetTables`]) for the
+    /// coset of `g` (the forward generator; the inverse direction uses g^-1): the stage
     /// multipliers from the host (log_n squarings), the table from the plain stage table on
     /// the device (2^min(log_n, 18) products).
-    fn coset_tables(&self, log_n: u32, inverse: bool) -> Result<CosetTables> {
+    fn coset_tables(&self, log_n: u32, inverse: bool, g: Scalar) -> Result<CosetTables> {
         let t = self.ntt_tables()?;
-        let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let (plain, gamma) = if inverse {
             (&t.inv_stage, invert(g))
         } else {
@@ -980,6 +1075,27 @@ impl GpuDevice {
         Ok(())
     }
 
+    /// `a_i = a_i - c_i * f` in one pass; lengths must match.
+    pub fn fr_sub_scaled(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        c: &DeviceBuffer<Scalar>,
+        f: Scalar,
+    ) -> Result<()> {
+        check_len("fr_sub_scaled", a.len(), c.len())?;
+        let n = u32::try_from(a.len()).map_err(|_| Error::Unsupported {
+            op: "fr_sub_scaled",
+            detail: "more than 2^32 elements".into(),
+        })?;
+        let f = scalar_raw(&f);
+        let k = self.function(&NTT, "fr_sub_scaled")?;
+        let mut l = self.stream().launch_builder(&k);
+        l.arg(&mut a.inner).arg(&c.inner).arg(&n).arg(&f);
+        // SAFETY: (Fr* a, const Fr* c, u32 n, Fr f) with a and c both of length n.
+        unsafe { l.launch(grid(n as usize, 256)) }.map_err(self.drv("launching fr_sub_scaled"))?;
+        Ok(())
+    }
+
     /// `a_i = a_i * b_i - c_i` in one pass (Groth16's A*B - C); lengths must match.
     pub fn fr_mul_sub_assign(
         &self,
@@ -1292,6 +1408,102 @@ mod tests {
         table[(1 << (t - 1)) + x]
     }
 
+    /// Host model of the DIT network with coset twiddles (ntt.cu), input in bit-reversed
+    /// order; the table's length bounds the size (every twiddle from the stage table).
+    fn dit_model(a: &mut [Scalar], table: &[Scalar]) {
+        let n = a.len();
+        for t in 1..=n.trailing_zeros() {
+            let h = 1usize << (t - 1);
+            for base in (0..n).step_by(2 * h) {
+                for x in 0..h {
+                    let v = a[base + x + h] * coset_twiddle(table, t, x);
+                    let u = a[base + x];
+                    a[base + x] = u + v;
+                    a[base + x + h] = u - v;
+                }
+            }
+        }
+    }
+
+    /// Host model of the DIF network (the transposed one), output in bit-reversed order.
+    fn dif_model(a: &mut [Scalar], table: &[Scalar]) {
+        let n = a.len();
+        for t in (1..=n.trailing_zeros()).rev() {
+            let h = 1usize << (t - 1);
+            for base in (0..n).step_by(2 * h) {
+                for x in 0..h {
+                    let (u, v) = (a[base + x], a[base + x + h]);
+                    a[base + x] = u + v;
+                    a[base + x + h] = (u - v) * coset_twiddle(table, t, x);
+                }
+            }
+        }
+    }
+
+    /// The six-transform H of `h_negacyclic` on the host models, with its order of steps and
+    /// its scalings (a and b to the zeta coset, their product, the inverse zeta-coset DIF,
+    /// the plain unscaled inverse of c, a - m^2 c) times its kappa, equals bellperson's H when
+    /// c = a b element-wise; with one c_i changed it does not (the recipe relies on it).
+    /// Sizes 2^1 .. 2^10, with zeros and r - 1 among the values.
+    #[test]
+    fn negacyclic_h_equals_bellpersons_h_when_c_is_a_times_b() {
+        use rand_chacha::ChaCha8Rng;
+        use rand_core::SeedableRng;
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for log_n in 1..=10u32 {
+            let n = 1usize << log_n;
+            let m = Scalar::from(n as u64);
+            let zeta = omega(log_n + 1);
+            assert_eq!(zeta.pow_vartime([n as u64]), -Scalar::ONE);
+            let fwd_w = omega(STAGE_BITS);
+            let fwd_t = coset_stage_table(fwd_w, &coset_multipliers(zeta, log_n), log_n);
+            let inv_t = coset_stage_table(
+                invert(fwd_w),
+                &coset_multipliers(invert(zeta), log_n),
+                log_n,
+            );
+            let plain_inv =
+                coset_stage_table(invert(fwd_w), &coset_multipliers(Scalar::ONE, log_n), log_n);
+            let mut a: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+            let mut b: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+            a[0] = Scalar::ZERO;
+            b[n - 1] = -Scalar::ONE;
+            let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+            let recipe = |c: &[Scalar]| {
+                let (mut ta, mut tb, mut tc) = (a.clone(), b.clone(), c.to_vec());
+                for v in [&mut ta, &mut tb] {
+                    dif_model(v, &plain_inv);
+                    dit_model(v, &fwd_t);
+                }
+                let mut p: Vec<Scalar> = ta.iter().zip(&tb).map(|(x, y)| x * y).collect();
+                dif_model(&mut p, &inv_t);
+                bitrev_permute(&mut p);
+                dif_model(&mut tc, &plain_inv);
+                bitrev_permute(&mut tc);
+                let kappa = -invert(Scalar::from(2u64) * m * m * m);
+                p.iter()
+                    .zip(&tc)
+                    .map(|(x, y)| (*x - *y * m * m) * kappa)
+                    .collect::<Vec<Scalar>>()
+            };
+            let mut want = vec![a.clone(), b.clone(), c.clone()];
+            for v in &mut want {
+                crate::reference::ntt(v, NttKind::Inverse);
+                crate::reference::ntt(v, NttKind::CosetForward);
+            }
+            let z = coset_z_inverse(log_n);
+            let mut hw: Vec<Scalar> = (0..n)
+                .map(|i| (want[0][i] * want[1][i] - want[2][i]) * z)
+                .collect();
+            crate::reference::ntt(&mut hw, NttKind::CosetInverse);
+            assert_eq!(hw[n - 1], Scalar::ZERO, "h has m - 1 coefficients");
+            assert_eq!(recipe(&c), hw, "six-transform H 2^{log_n}");
+            let mut bad = c.clone();
+            bad[n / 2] += Scalar::ONE;
+            assert_ne!(recipe(&bad), hw, "unsatisfied 2^{log_n}");
+        }
+    }
+
     /// Host models of the two networks with coset twiddles (ntt.cu): DIT on bit-reversed
     /// input and DIF on natural input, every stage t's twiddles times ct[t], equal the
     /// transforms with the coset factors applied apart (bellperson's coset_fft, and
@@ -1314,33 +1526,8 @@ mod tests {
             let fwd_t = coset_stage_table(fwd_w, &fwd_ct, log_n);
             let inv_t = coset_stage_table(inv_w, &inv_ct, log_n);
             assert_eq!(fwd_t.len(), n.min(1 << STAGE_BITS));
-            // DIT, input in bit-reversed order
-            let dit = |a: &mut [Scalar], table: &[Scalar]| {
-                for t in 1..=log_n {
-                    let h = 1usize << (t - 1);
-                    for base in (0..n).step_by(2 * h) {
-                        for x in 0..h {
-                            let v = a[base + x + h] * coset_twiddle(table, t, x);
-                            let u = a[base + x];
-                            a[base + x] = u + v;
-                            a[base + x + h] = u - v;
-                        }
-                    }
-                }
-            };
-            // DIF (the transposed network), output in bit-reversed order
-            let dif = |a: &mut [Scalar], table: &[Scalar]| {
-                for t in (1..=log_n).rev() {
-                    let h = 1usize << (t - 1);
-                    for base in (0..n).step_by(2 * h) {
-                        for x in 0..h {
-                            let (u, v) = (a[base + x], a[base + x + h]);
-                            a[base + x] = u + v;
-                            a[base + x + h] = (u - v) * coset_twiddle(table, t, x);
-                        }
-                    }
-                }
-            };
+            let dit = |a: &mut [Scalar], table: &[Scalar]| dit_model(a, table);
+            let dif = |a: &mut [Scalar], table: &[Scalar]| dif_model(a, table);
             let input: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
             let mut got = input.clone();
             bitrev_permute(&mut got);

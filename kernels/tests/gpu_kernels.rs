@@ -287,6 +287,7 @@ fn ntt_options_give_the_same_transforms() {
                             cols_log,
                             top_table,
                             fused_reversal,
+                            negacyclic_h: true,
                         };
                         let mut buf = dev.upload(&input).unwrap();
                         dev.ntt_with_options(&mut buf, kind, opts).unwrap();
@@ -299,19 +300,29 @@ fn ntt_options_give_the_same_transforms() {
             }
         }
     }
+    // H with c = a b (a satisfied assignment), so that negacyclic_h takes six transforms
     for log_n in [10u32, 19, 20] {
         let n = 1usize << log_n;
-        let abc: Vec<Vec<Scalar>> = (0..3)
+        let mut abc: Vec<Vec<Scalar>> = (0..2)
             .map(|k| scalars(seed + 600 + 3 * log_n as u64 + k, n))
             .collect();
+        abc.push(abc[0].iter().zip(&abc[1]).map(|(x, y)| x * y).collect());
         let mut results = Vec::new();
-        for (top_table, fused_reversal) in
-            [(false, false), (true, false), (false, true), (true, true)]
-        {
+        for (top_table, fused_reversal, negacyclic_h) in [
+            (false, false, false),
+            (true, false, false),
+            (false, true, false),
+            (true, true, false),
+            (false, false, true),
+            (true, false, true),
+            (false, true, true),
+            (true, true, true),
+        ] {
             let opts = NttOptions {
                 cols_log: 0,
                 top_table,
                 fused_reversal,
+                negacyclic_h,
             };
             let [mut a, mut b, mut c] = [0, 1, 2].map(|k| dev.upload(&abc[k]).unwrap());
             let kappa = dev
@@ -352,6 +363,7 @@ fn ntt_options_give_the_same_transforms() {
         cols_log: 3,
         top_table: true,
         fused_reversal: true,
+        negacyclic_h: true,
     };
     assert!(dev
         .ntt_with_options(&mut buf, NttKind::Forward, bad)
@@ -452,7 +464,9 @@ fn fused_h_transforms_match_the_plain_ones() {
 /// (evaluations_to_coset, a*b - c, the inverse coset transform scaled by 1/Z) at every size
 /// 2^1 .. 2^22 (one, two and three passes; from 2^19 the last pass's twiddles are computed,
 /// not tabled) and 2^24, with 1, 2 and 4 columns a block at a few sizes, and bellperson's
-/// steps on the host up to 2^14.
+/// steps on the host up to 2^14; both for random a, b, c (seven transforms) and for c = a b
+/// (a satisfied assignment: six transforms, `NttOptions::negacyclic_h`), which
+/// `satisfies_products` tells apart.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn h_polynomial_scaled_matches_the_plain_steps() {
@@ -468,43 +482,53 @@ fn h_polynomial_scaled_matches_the_plain_steps() {
         abc[0][0] = Scalar::ZERO;
         abc[1][n - 1] = minus_one();
         abc[2][n / 2] = Scalar::ONE;
-        // the plain steps on the device
-        let [mut pa, mut pb, mut pc] = [0, 1, 2].map(|k| dev.upload(&abc[k]).unwrap());
-        for v in [&mut pa, &mut pb, &mut pc] {
-            dev.evaluations_to_coset(v).unwrap();
-        }
-        dev.fr_mul_sub_assign(&mut pa, &pb, &pc).unwrap();
+        let product: Vec<Scalar> = abc[0].iter().zip(&abc[1]).map(|(x, y)| x * y).collect();
         let z = cuzk_kernels::coset_z_inverse(log_n);
-        dev.ntt_scaled(&mut pa, NttKind::CosetInverse, z).unwrap();
-        let want = dev.download(&pa).unwrap();
         let cols: &[u32] = if [1, 2, 9, 10, 18, 19, 20].contains(&log_n) {
             &[0, 1, 2]
         } else {
             &[0]
         };
-        for &c in cols {
-            let [mut a, mut b, mut cc] = [0, 1, 2].map(|k| dev.upload(&abc[k]).unwrap());
-            let kappa = dev
-                .h_polynomial_scaled_with_options(&mut a, &mut b, &mut cc, columns(c))
-                .unwrap();
-            let got = dev.download(&a).unwrap();
-            if let Some(i) = (0..n).find(|&i| got[i] * kappa != want[i]) {
-                panic!("h_polynomial_scaled 2^{log_n}, 2^{c} columns, differs first at {i} (seed {seed})");
-            }
-        }
-        if log_n <= 14 {
-            for v in &mut abc {
-                reference::ntt(v, NttKind::Inverse);
-                reference::ntt(v, NttKind::CosetForward);
-            }
-            let mut h: Vec<Scalar> = (0..n)
-                .map(|i| (abc[0][i] * abc[1][i] - abc[2][i]) * z)
-                .collect();
-            reference::ntt(&mut h, NttKind::CosetInverse);
-            assert!(
-                h == want,
-                "plain steps 2^{log_n} against the host (seed {seed})"
+        for (satisfied, c_in) in [(false, &abc[2]), (true, &product)] {
+            // the plain steps on the device
+            let [mut pa, mut pb] = [0, 1].map(|k| dev.upload(&abc[k]).unwrap());
+            let mut pc = dev.upload(c_in).unwrap();
+            assert_eq!(
+                dev.satisfies_products(&pa, &pb, &pc).unwrap(),
+                satisfied,
+                "2^{log_n} (seed {seed})"
             );
+            for v in [&mut pa, &mut pb, &mut pc] {
+                dev.evaluations_to_coset(v).unwrap();
+            }
+            dev.fr_mul_sub_assign(&mut pa, &pb, &pc).unwrap();
+            dev.ntt_scaled(&mut pa, NttKind::CosetInverse, z).unwrap();
+            let want = dev.download(&pa).unwrap();
+            for &c in cols {
+                let [mut a, mut b] = [0, 1].map(|k| dev.upload(&abc[k]).unwrap());
+                let mut cc = dev.upload(c_in).unwrap();
+                let kappa = dev
+                    .h_polynomial_scaled_with_options(&mut a, &mut b, &mut cc, columns(c))
+                    .unwrap();
+                let got = dev.download(&a).unwrap();
+                if let Some(i) = (0..n).find(|&i| got[i] * kappa != want[i]) {
+                    panic!("h_polynomial_scaled 2^{log_n}, 2^{c} columns, c = a b {satisfied}, differs first at {i} (seed {seed})");
+                }
+            }
+            if log_n <= 14 {
+                let mut t = [abc[0].clone(), abc[1].clone(), c_in.clone()];
+                for v in &mut t {
+                    reference::ntt(v, NttKind::Inverse);
+                    reference::ntt(v, NttKind::CosetForward);
+                }
+                let mut h: Vec<Scalar> =
+                    (0..n).map(|i| (t[0][i] * t[1][i] - t[2][i]) * z).collect();
+                reference::ntt(&mut h, NttKind::CosetInverse);
+                assert!(
+                    h == want,
+                    "plain steps 2^{log_n}, c = a b {satisfied}, against the host (seed {seed})"
+                );
+            }
         }
     }
     // lengths: not a power of two, or unequal, are errors
@@ -535,6 +559,33 @@ fn h_polynomial_scaled_matches_the_plain_steps() {
             "mul_sub_scaled at {i} (seed {seed})"
         );
     }
+    // a - c f, and the product check on one element changed at each end
+    let mut dx = dev.upload(&x).unwrap();
+    dev.fr_sub_scaled(&mut dx, &dw, f).unwrap();
+    let got = dev.download(&dx).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], x[i] - w[i] * f, "sub_scaled at {i} (seed {seed})");
+    }
+    assert!(dev
+        .fr_sub_scaled(&mut dx, &dev.upload(&w[1..]).unwrap(), f)
+        .is_err());
+    let xy: Vec<Scalar> = x.iter().zip(&y).map(|(p, q)| p * q).collect();
+    let dx = dev.upload(&x).unwrap();
+    assert!(dev
+        .satisfies_products(&dx, &dy, &dev.upload(&xy).unwrap())
+        .unwrap());
+    for i in [0, n - 1] {
+        let mut bad = xy.clone();
+        bad[i] += Scalar::ONE;
+        assert!(
+            !dev.satisfies_products(&dx, &dy, &dev.upload(&bad).unwrap())
+                .unwrap(),
+            "a changed product at {i} goes unseen (seed {seed})"
+        );
+    }
+    assert!(dev
+        .satisfies_products(&dx, &dy, &dev.upload(&xy[1..]).unwrap())
+        .is_err());
 }
 
 /// Evaluates the polynomial with coefficients `a` at `x` (parallel Horner over chunks).

@@ -83,7 +83,9 @@ fn density(seed: u64, n: usize, percent_set: f64) -> Density {
     d
 }
 
-/// A synthetic assignment of `shape` (the prover does not check satisfaction).
+/// A synthetic assignment of `shape`. The prover does not check that it satisfies any
+/// constraint system, but c = a b element-wise, as in every satisfied one (the device then
+/// computes H by six transforms, as it does for real partitions).
 fn assignment(shape: Shape, seed: u64) -> Assignment {
     let small = |r: &mut ChaCha8Rng| Scalar::from(r.next_u64());
     let aux = fill(seed + 1, shape.aux, |r| match r.next_u32() % 100 {
@@ -98,12 +100,15 @@ fn assignment(shape: Shape, seed: u64) -> Assignment {
     for i in 0..INPUTS {
         b_input_density.push(i % 4 == 0);
     }
+    let a = fill(seed + 3, shape.constraints, small);
+    let b = fill(seed + 4, shape.constraints, small);
+    let c = a.par_iter().zip(&b).map(|(x, y)| x * y).collect();
     Assignment {
         input,
         aux,
-        a: fill(seed + 3, shape.constraints, small),
-        b: fill(seed + 4, shape.constraints, small),
-        c: fill(seed + 5, shape.constraints, small),
+        a,
+        b,
+        c,
         a_aux_density: density(seed + 6, shape.aux, 99.7),
         b_input_density,
         b_aux_density: density(seed + 7, shape.aux, 25.4),

@@ -1,7 +1,9 @@
 //! The H polynomial of Groth16 on the device, with bellperson 0.27's conventions (the same
 //! computation as [`crate::cpu::ntt::compute_h`]), up to a constant factor:
 //! [`GpuDevice::h_polynomial_scaled`] leaves every constant scaling (1/m, 1/Z) to one factor
-//! kappa, by which the prover multiplies the H MSM's result.
+//! kappa, by which the prover multiplies the H MSM's result. An assignment that satisfies its
+//! constraints (c = a b on the domain, which every valid proof needs) takes six transforms
+//! instead of seven (`NttOptions::negacyclic_h`); the coefficients are the same either way.
 
 use blstrs::Scalar;
 use cuzk_kernels::{DeviceBuffer, GpuDevice};
