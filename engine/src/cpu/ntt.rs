@@ -34,11 +34,21 @@ impl Domain {
                 Scalar::S - 1
             )));
         }
+        Ok(Domain {
+            log_m,
+            m,
+            omega: Self::root(log_m),
+        })
+    }
+
+    /// The primitive 2^`log_m`-th root of unity of bellperson's domains,
+    /// `ROOT_OF_UNITY^(2^(S - log_m))` (`log_m <= S`).
+    pub fn root(log_m: u32) -> Scalar {
         let mut omega = Scalar::ROOT_OF_UNITY;
         for _ in log_m..Scalar::S {
             omega = omega.square();
         }
-        Ok(Domain { log_m, m, omega })
+        omega
     }
 }
 
@@ -209,6 +219,21 @@ pub fn compute_h(
         v.resize(m, Scalar::ZERO);
     }
     let tw = Twiddles::new(domain);
+    if m >= 2 && satisfies_products(&a, &b, &c) {
+        return Ok(h_negacyclic(a, b, c, &tw));
+    }
+    h_coset(a, b, c, &tw)
+}
+
+/// [`compute_h`] by bellperson's seven transforms through the coset of the multiplicative
+/// generator g (any a, b, c padded to the domain).
+fn h_coset(
+    mut a: Vec<Scalar>,
+    mut b: Vec<Scalar>,
+    mut c: Vec<Scalar>,
+    tw: &Twiddles,
+) -> Result<Vec<Scalar>> {
+    let m = tw.domain.m;
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
     let minv = m_inv(m);
     // evaluations -> coefficients -> evaluations on the coset g*H; the 1/m of the inverse
@@ -238,6 +263,52 @@ pub fn compute_h(
     scale_by_powers(&mut a, g_inv, minv);
     a.truncate(m - 1);
     Ok(a)
+}
+
+/// Whether `a_i * b_i == c_i` for every i: the element-wise form of an assignment that
+/// satisfies its constraints (each constraint's A, B and C values).
+fn satisfies_products(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> bool {
+    a.par_iter()
+        .zip(b.par_iter())
+        .zip(c.par_iter())
+        .all(|((x, y), z)| *x * y == *z)
+}
+
+/// [`compute_h`] by six transforms instead of seven, for c = a b element-wise on the domain
+/// (m >= 2). Then C(X) = A(X) B(X) mod (X^m - 1); with A B = P_lo + X^m P_hi (degrees below
+/// m) the quotient by Z is h = P_hi and C = P_lo + P_hi. On the coset of zeta, a primitive
+/// 2m-th root of unity (zeta^m = -1), A B takes the values of N = P_lo - P_hi, so
+/// h = (C - N) / 2: a and b to the zeta coset, their product back to coefficients (N), c to
+/// coefficients (C). The same recipe as the CUDA backend's (kernels' `h_polynomial_scaled`).
+fn h_negacyclic(
+    mut a: Vec<Scalar>,
+    mut b: Vec<Scalar>,
+    mut c: Vec<Scalar>,
+    tw: &Twiddles,
+) -> Vec<Scalar> {
+    let (m, log_m) = (tw.domain.m, tw.domain.log_m);
+    let minv = m_inv(m);
+    // a primitive 2m-th root of unity (2m <= 2^S, since m < 2^S)
+    let zeta = Domain::root(log_m + 1);
+    for v in [&mut a, &mut b] {
+        transform(v, &tw.inv, log_m);
+        scale_by_powers(v, zeta, minv);
+        tw.fft(v);
+    }
+    a.par_iter_mut()
+        .zip(b.par_iter())
+        .for_each(|(x, y)| *x *= y);
+    drop(b);
+    transform(&mut a, &tw.inv, log_m);
+    scale_by_powers(&mut a, zeta.invert().unwrap_or(Scalar::ONE), minv);
+    transform(&mut c, &tw.inv, log_m);
+    let half = Scalar::from(2u64).invert().unwrap_or(Scalar::ONE);
+    let cs = minv * half;
+    a.par_iter_mut()
+        .zip(c.par_iter())
+        .for_each(|(n, y)| *n = *y * cs - *n * half);
+    a.truncate(m - 1);
+    a
 }
 
 #[cfg(test)]
@@ -295,6 +366,37 @@ mod tests {
             let lhs = naive_eval(&pa, x) * naive_eval(&pb, x) - naive_eval(&pc, x);
             let rhs = naive_eval(&h, x) * (x.pow_vartime([d.m as u64]) - Scalar::ONE);
             assert_eq!(lhs, rhs, "n={n}");
+        }
+    }
+
+    /// The six-transform H equals bellperson's seven transforms when c = a b (zeros and
+    /// r - 1 among the values), and compute_h takes the seven when one c_i differs.
+    #[test]
+    fn negacyclic_h_equals_the_coset_h_when_c_is_a_times_b() {
+        let mut rng = ChaCha8Rng::seed_from_u64(10);
+        for log_m in [1u32, 2, 3, 7, 12, 14] {
+            let m = 1usize << log_m;
+            let mut a: Vec<Scalar> = (0..m).map(|_| Scalar::random(&mut rng)).collect();
+            let mut b: Vec<Scalar> = (0..m).map(|_| Scalar::random(&mut rng)).collect();
+            a[0] = Scalar::ZERO;
+            b[m - 1] = -Scalar::ONE;
+            let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+            let tw = Twiddles::new(Domain::for_size(m).unwrap());
+            let coset = h_coset(a.clone(), b.clone(), c.clone(), &tw).unwrap();
+            assert_eq!(coset.len(), m - 1);
+            assert!(satisfies_products(&a, &b, &c));
+            assert_eq!(
+                h_negacyclic(a.clone(), b.clone(), c.clone(), &tw),
+                coset,
+                "2^{log_m}"
+            );
+            assert_eq!(compute_h(a.clone(), b.clone(), c.clone()).unwrap(), coset);
+            let mut bad = c.clone();
+            bad[m / 2] += Scalar::ONE;
+            assert!(!satisfies_products(&a, &b, &bad));
+            let want = h_coset(a.clone(), b.clone(), bad.clone(), &tw).unwrap();
+            assert_eq!(compute_h(a.clone(), b.clone(), bad.clone()).unwrap(), want);
+            assert_ne!(h_negacyclic(a, b, bad, &tw), want, "2^{log_m}");
         }
     }
 }
