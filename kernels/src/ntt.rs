@@ -577,8 +577,15 @@ impl GpuDevice {
         let log_n = check_ntt_len(a.len())?;
         check_len("h_polynomial (b)", a.len(), b.len())?;
         check_len("h_polynomial (c)", a.len(), c.len())?;
-        if opts.negacyclic_h && self.satisfies_products(a, b, c)? {
-            return self.h_negacyclic(a, b, c, log_n, opts);
+        if opts.negacyclic_h {
+            if self.satisfies_products(a, b, c)? {
+                return self.h_negacyclic(a, b, c, log_n, opts);
+            }
+            tracing::warn!(
+                n = a.len(),
+                "a b != c on the domain: the assignment does not satisfy its constraints, so its \
+                 proof cannot verify (H by seven transforms)"
+            );
         }
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let fwd = self.coset_tables(log_n, false, g)?;

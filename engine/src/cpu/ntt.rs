@@ -219,8 +219,15 @@ pub fn compute_h(
         v.resize(m, Scalar::ZERO);
     }
     let tw = Twiddles::new(domain);
-    if m >= 2 && satisfies_products(&a, &b, &c) {
-        return Ok(h_negacyclic(a, b, c, &tw));
+    if m >= 2 {
+        if satisfies_products(&a, &b, &c) {
+            return Ok(h_negacyclic(a, b, c, &tw));
+        }
+        tracing::warn!(
+            m,
+            "a b != c on the domain: the assignment does not satisfy its constraints, so its \
+             proof cannot verify (H by seven transforms)"
+        );
     }
     h_coset(a, b, c, &tw)
 }
