@@ -591,32 +591,52 @@ impl GpuDevice {
         let fwd = self.coset_tables(log_n, false, g)?;
         let inv = self.coset_tables(log_n, true, g)?;
         for v in [&mut *a, &mut *b, &mut *c] {
-            self.ntt_core(v, log_n, true, opts, Order::NaturalToBitrev, None, None)?;
-            self.ntt_core(
-                v,
-                log_n,
-                false,
-                opts,
-                Order::BitrevToNatural,
-                Some(&fwd),
-                None,
-            )?;
+            self.to_coset_unscaled(v, log_n, opts, &fwd)?;
         }
         let m = Scalar::from(a.len() as u64);
         self.fr_mul_sub_scaled(a, b, c, m)?;
         // b is free now: the last transform moves through it, its bit reversal fused into
         // its last pass
-        let via = opts.fused_reversal.then_some(b);
-        self.ntt_core(
-            a,
-            log_n,
-            true,
-            opts,
-            Order::NaturalToNaturalDif,
-            Some(&inv),
-            via,
-        )?;
+        self.inverse_natural(a, log_n, opts, Some(&inv), b)?;
         Ok(coset_z_inverse(log_n) * invert(m * m * m))
+    }
+
+    /// Evaluations on the domain to m times the evaluations on the coset of `fwd`: the
+    /// unscaled inverse as the DIF network (bit-reversed order out), then the coset DIT network
+    /// reading that order with the coset factors in its twiddles.
+    fn to_coset_unscaled(
+        &self,
+        v: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        opts: NttOptions,
+        fwd: &CosetTables,
+    ) -> Result<()> {
+        self.ntt_core(v, log_n, true, opts, Order::NaturalToBitrev, None, None)?;
+        self.ntt_core(
+            v,
+            log_n,
+            false,
+            opts,
+            Order::BitrevToNatural,
+            Some(fwd),
+            None,
+        )
+    }
+
+    /// The unscaled inverse transform (the coset one with `coset`) as the DIF network, natural
+    /// order in and out: with [`NttOptions::fused_reversal`] its bit reversal is fused into
+    /// its last pass, moving the data through `spare` (whose contents are lost), else a pass
+    /// of its own.
+    fn inverse_natural(
+        &self,
+        v: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        opts: NttOptions,
+        coset: Option<&CosetTables>,
+        spare: &mut DeviceBuffer<Scalar>,
+    ) -> Result<()> {
+        let via = opts.fused_reversal.then_some(spare);
+        self.ntt_core(v, log_n, true, opts, Order::NaturalToNaturalDif, coset, via)
     }
 
     /// [`GpuDevice::h_polynomial_scaled`]'s six-transform form, for a, b, c with c = a b
@@ -634,33 +654,14 @@ impl GpuDevice {
         let fwd = self.coset_tables(log_n, false, zeta)?;
         let inv = self.coset_tables(log_n, true, zeta)?;
         for v in [&mut *a, &mut *b] {
-            self.ntt_core(v, log_n, true, opts, Order::NaturalToBitrev, None, None)?;
-            self.ntt_core(
-                v,
-                log_n,
-                false,
-                opts,
-                Order::BitrevToNatural,
-                Some(&fwd),
-                None,
-            )?;
+            self.to_coset_unscaled(v, log_n, opts, &fwd)?;
         }
         // m^2 (A B)(zeta w^i) = m^2 N(zeta w^i)
         self.fr_mul_assign(a, b)?;
         // b is free now: the two inverse transforms move through it, their bit reversals
         // fused into their last passes
-        let via = opts.fused_reversal.then_some(&mut *b);
-        self.ntt_core(
-            a,
-            log_n,
-            true,
-            opts,
-            Order::NaturalToNaturalDif,
-            Some(&inv),
-            via,
-        )?;
-        let via = opts.fused_reversal.then_some(&mut *b);
-        self.ntt_core(c, log_n, true, opts, Order::NaturalToNaturalDif, None, via)?;
+        self.inverse_natural(a, log_n, opts, Some(&inv), b)?;
+        self.inverse_natural(c, log_n, opts, None, b)?;
         let m = Scalar::from(a.len() as u64);
         self.fr_sub_scaled(a, c, m * m)?;
         Ok(-invert(Scalar::from(2u64) * m * m * m))
@@ -1415,6 +1416,21 @@ mod tests {
         table[(1 << (t - 1)) + x]
     }
 
+    /// bellperson's H on the host (ifft, coset_fft, a b - c, divide by Z, icoset_fft) of
+    /// `abc` = [a, b, c].
+    fn bellperson_h(abc: &[Vec<Scalar>]) -> Vec<Scalar> {
+        let n = abc[0].len();
+        let mut t = abc.to_vec();
+        for v in &mut t {
+            crate::reference::ntt(v, NttKind::Inverse);
+            crate::reference::ntt(v, NttKind::CosetForward);
+        }
+        let z = coset_z_inverse(n.trailing_zeros());
+        let mut h: Vec<Scalar> = (0..n).map(|i| (t[0][i] * t[1][i] - t[2][i]) * z).collect();
+        crate::reference::ntt(&mut h, NttKind::CosetInverse);
+        h
+    }
+
     /// Host model of the DIT network with coset twiddles (ntt.cu), input in bit-reversed
     /// order; the table's length bounds the size (every twiddle from the stage table).
     fn dit_model(a: &mut [Scalar], table: &[Scalar]) {
@@ -1493,16 +1509,7 @@ mod tests {
                     .map(|(x, y)| (*x - *y * m * m) * kappa)
                     .collect::<Vec<Scalar>>()
             };
-            let mut want = vec![a.clone(), b.clone(), c.clone()];
-            for v in &mut want {
-                crate::reference::ntt(v, NttKind::Inverse);
-                crate::reference::ntt(v, NttKind::CosetForward);
-            }
-            let z = coset_z_inverse(log_n);
-            let mut hw: Vec<Scalar> = (0..n)
-                .map(|i| (want[0][i] * want[1][i] - want[2][i]) * z)
-                .collect();
-            crate::reference::ntt(&mut hw, NttKind::CosetInverse);
+            let hw = bellperson_h(&[a.clone(), b.clone(), c.clone()]);
             assert_eq!(hw[n - 1], Scalar::ZERO, "h has m - 1 coefficients");
             assert_eq!(recipe(&c), hw, "six-transform H 2^{log_n}");
             let mut bad = c.clone();
@@ -1573,16 +1580,7 @@ mod tests {
             dif(&mut h, &inv_t);
             bitrev_permute(&mut h);
             let kappa = coset_z_inverse(log_n) * invert(m * m * m);
-            let mut want = abc.clone();
-            for v in &mut want {
-                crate::reference::ntt(v, NttKind::Inverse);
-                crate::reference::ntt(v, NttKind::CosetForward);
-            }
-            let z = coset_z_inverse(log_n);
-            let mut hw: Vec<Scalar> = (0..n)
-                .map(|i| (want[0][i] * want[1][i] - want[2][i]) * z)
-                .collect();
-            crate::reference::ntt(&mut hw, NttKind::CosetInverse);
+            let hw = bellperson_h(&abc);
             assert!(
                 h.iter().zip(&hw).all(|(x, y)| *x * kappa == *y),
                 "H recipe 2^{log_n}"
