@@ -10,6 +10,8 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
+use cuzk_kernels::ntt::omega;
+
 use crate::error::{Error, Result};
 
 /// An evaluation domain of size `2^log_m`.
@@ -37,18 +39,8 @@ impl Domain {
         Ok(Domain {
             log_m,
             m,
-            omega: Self::root(log_m),
+            omega: omega(log_m),
         })
-    }
-
-    /// The primitive 2^`log_m`-th root of unity of bellperson's domains,
-    /// `ROOT_OF_UNITY^(2^(S - log_m))` (`log_m <= S`).
-    pub fn root(log_m: u32) -> Scalar {
-        let mut omega = Scalar::ROOT_OF_UNITY;
-        for _ in log_m..Scalar::S {
-            omega = omega.square();
-        }
-        omega
     }
 }
 
@@ -296,7 +288,7 @@ fn h_negacyclic(
     let (m, log_m) = (tw.domain.m, tw.domain.log_m);
     let minv = m_inv(m);
     // a primitive 2m-th root of unity (2m <= 2^S, since m < 2^S)
-    let zeta = Domain::root(log_m + 1);
+    let zeta = omega(log_m + 1);
     for v in [&mut a, &mut b] {
         transform(v, &tw.inv, log_m);
         scale_by_powers(v, zeta, minv);
