@@ -5,7 +5,8 @@
 // define PAIRED_PRODUCTS) differs from the lone products, and "f64-mismatch" when the FP64-pipe
 // product (field_f64.cuh) differs from a*b, and "sqr-mismatch" when the dedicated square
 // (sqr_dedicated) differs from a*a, and "sum-mismatch" when the sum of two products with one
-// reduction (mul_sum, Fp) differs from the products, and "lazy-mismatch" when the lazy Fr
+// reduction (mul_sum, Fp) differs from the products, and "pair-mismatch" when a lane-pair Fp2
+// product or square (fp2_pair.cuh) differs from the Fp2 one, and "lazy-mismatch" when the lazy Fr
 // operations (fr_mul_lazy, fr_add_lazy, fr_sub_lazy on values in [0, 2r)) go wrong. Compile with -frounding-math (the FP64 products'
 // round-toward-zero FMA sets the rounding mode per call here).
 #include <cfenv>
@@ -41,6 +42,7 @@ static inline double f64_from_bits(u64 u) {
     return x;
 }
 #include "field_f64.cuh"
+#include "fp2_pair.cuh"
 
 static bool f64_agrees(const Fp& x, const Fp& y) { return mul_f64(x, y).eq(x * y); }
 static bool f64_agrees(const Fr& x, const Fr& y) { return mul_f64(x, fr_tw(y)).eq(x * y); }
@@ -68,6 +70,21 @@ static void check_sum(const Fp& x, const Fp& y) {
         printf(" sum-mismatch");
 }
 static void check_sum(const Fr&, const Fr&) {}
+// "pair-mismatch" when the two lanes of a lane-pair Fp2 product or square (fp2_pair.cuh) differ
+// from the Fp2 product (Karatsuba, field.cuh), on Fp2 values made of x and y.
+static bool pair_agrees(const Fp2& a, const Fp2& b) {
+    Fp2 p = a * b, q = sqr(a);
+    return pair_mul_lane(a.c0, b.c0, a.c1, b.c1, false).eq(p.c0) &&
+           pair_mul_lane(a.c1, b.c1, a.c0, b.c0, true).eq(p.c1) &&
+           pair_sqr_lane(a.c0, a.c1, false).eq(q.c0) && pair_sqr_lane(a.c1, a.c0, true).eq(q.c1);
+}
+static void check_pair(const Fp& x, const Fp& y) {
+    Fp z = Fp::zero();
+    if (!pair_agrees(Fp2{x, y}, Fp2{y, x}) || !pair_agrees(Fp2{x, neg(y)}, Fp2{neg(x), y}) ||
+        !pair_agrees(Fp2{x, z}, Fp2{z, y}) || !pair_agrees(Fp2{y, y}, Fp2{x, x}))
+        printf(" pair-mismatch");
+}
+static void check_pair(const Fr&, const Fr&) {}
 // "lazy-mismatch" when the lazy Fr operations (field.cuh) on x or x + r and y or y + r (the
 // values in [0, 2r) the NTT keeps) leave [0, 2r) or differ from the full operations mod r.
 static Fr plus_r(const Fr& v) {
@@ -113,6 +130,7 @@ static void run(const char* a, const char* b) {
     if (!f64_agrees(x, y) || !f64_agrees(x, x)) printf(" f64-mismatch");
     if (!sqr_dedicated(x).eq(x * x) || !sqr_dedicated(y).eq(y * y)) printf(" sqr-mismatch");
     check_sum(x, y);
+    check_pair(x, y);
     check_lazy(x, y);
     printf("\n");
 }

@@ -19,6 +19,7 @@ const FIELD_OPS_CU: &str = include_str!("../cuda/field_ops.cu");
 const NTT_CU: &str = include_str!("../cuda/ntt.cu");
 const MSM_DIGITS_CUH: &str = include_str!("../cuda/msm_digits.cuh");
 const MSM_CU: &str = include_str!("../cuda/msm.cu");
+const FP2_PAIR_CUH: &str = include_str!("../cuda/fp2_pair.cuh");
 
 /// Keeps field products out of line in curve-heavy modules (compile time, code size).
 const NOINLINE_MUL: &str = "MUL_FN __device__ __noinline__";
@@ -112,14 +113,14 @@ pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
     ],
     sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
 };
-/// G2 `msm_accumulate_g2`, `msm_fix_round_g2`, `msm_fix_store_g2` (and
-/// `curve_madd_rate_g2`), everything inlined as in
+/// G2 `msm_accumulate_g2`, its lane-pair form `msm_accumulate_pair_g2` (`fp2_pair.cuh`),
+/// `msm_fix_round_g2`, `msm_fix_store_g2` (and `curve_madd_rate_g2`), everything inlined as in
 /// [`MSM_G1_ACCUMULATE`] (ptxas: 256-byte stack with some spills, against a 1760-byte stack
 /// out of line).
 pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
     name: "msm_g2_accumulate",
     defines: &["MSM_G2", INLINE_POINTS, ACCUMULATE_ONLY],
-    sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
+    sources: &[FIELD_CUH, CURVE_CUH, FP2_PAIR_CUH, MSM_CU],
 };
 
 /// Per-thread stack, in bytes, every device context reserves when it is opened: at least the

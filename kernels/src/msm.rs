@@ -49,6 +49,9 @@ pub trait MsmCurve: Send + Sync + 'static {
     const XYZZ_LIMBS: usize;
     /// Short name for spans and errors.
     const NAME: &'static str;
+    /// The accumulation kernel that runs each bucket run on a pair of lanes (each lane with
+    /// one half of every Fp2 value, `fp2_pair.cuh`), where the curve has one: G2.
+    const PAIR_ACCUMULATE: Option<&'static str>;
     /// Converts device XYZZ limbs (Montgomery form) to a projective point.
     fn from_xyzz(limbs: &[u64]) -> Self::Projective;
 }
@@ -68,6 +71,7 @@ impl MsmCurve for G1 {
     const SUFFIX: &'static str = "_g1";
     const XYZZ_LIMBS: usize = 24;
     const NAME: &'static str = "G1";
+    const PAIR_ACCUMULATE: Option<&'static str> = None;
     fn from_xyzz(l: &[u64]) -> G1Projective {
         if l[12..18].iter().all(|&x| x == 0) {
             return G1Projective::identity();
@@ -93,6 +97,7 @@ impl MsmCurve for G2 {
     const SUFFIX: &'static str = "_g2";
     const XYZZ_LIMBS: usize = 48;
     const NAME: &'static str = "G2";
+    const PAIR_ACCUMULATE: Option<&'static str> = Some("msm_accumulate_pair_g2");
     fn from_xyzz(l: &[u64]) -> G2Projective {
         if l[24..36].iter().all(|&x| x == 0) {
             return G2Projective::identity();
@@ -150,6 +155,14 @@ impl<C: MsmCurve> std::fmt::Debug for Bases<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}Bases[{}]", C::NAME, self.len())
     }
+}
+
+/// Whether curves that have a lane-pair accumulation ([`MsmCurve::PAIR_ACCUMULATE`]) use it:
+/// yes, unless `CUZK_MSM_G2_PAIR=0` was set when the process first asked (for measurements;
+/// both kernels give the same sums).
+fn pair_accumulation() -> bool {
+    static PAIR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PAIR.get_or_init(|| std::env::var("CUZK_MSM_G2_PAIR").map_or(true, |v| v != "0"))
 }
 
 /// Window width c (bits) for n points: minimises windows x (n + 3 * 2^(c-1)), a count of
@@ -885,10 +898,15 @@ impl GpuDevice {
         };
         let mut buckets = alloc_zeroed_xyzz(nbuckets)?;
         let mut partial = alloc_zeroed_xyzz(2 * nruns)?;
-        let f = self.function(
-            &C::ACCUMULATE_MODULE,
-            &format!("msm_accumulate{}", C::SUFFIX),
-        )?;
+        // G2 runs on lane pairs unless CUZK_MSM_G2_PAIR=0 (for measurements)
+        let pair = C::PAIR_ACCUMULATE.filter(|_| pair_accumulation());
+        let f = match pair {
+            Some(name) => self.function(&C::ACCUMULATE_MODULE, name)?,
+            None => self.function(
+                &C::ACCUMULATE_MODULE,
+                &format!("msm_accumulate{}", C::SUFFIX),
+            )?,
+        };
         let mut l = stream.launch_builder(&f);
         l.arg(&bases)
             .arg(sorted)
@@ -902,8 +920,10 @@ impl GpuDevice {
         // SAFETY: (const Affine* bases[n], const u32* sorted[entries], const u32* offsets[nbuckets + 1],
         // u32 nbuckets, const u32* run_first[nruns], u32 nruns, u32 entries, u32 k,
         // Xyzz* buckets[nbuckets] zeroed, Xyzz* partial[2 * nruns] zeroed); sorted entries
-        // index points < n; a thread writes buckets it holds wholly and its own two slots.
-        unsafe { l.launch(cfg(nruns, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
+        // index points < n; a thread (or lane pair) writes buckets it holds wholly and its own
+        // two slots. The pair kernel takes two threads a run in blocks of 128 (even).
+        let threads = if pair.is_some() { 2 * nruns } else { nruns };
+        unsafe { l.launch(cfg(threads, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
         marks.mark(self, "accumulate");
         let accumulate_kernel =
             |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX));
