@@ -20,6 +20,7 @@ const NTT_CU: &str = include_str!("../cuda/ntt.cu");
 const MSM_DIGITS_CUH: &str = include_str!("../cuda/msm_digits.cuh");
 const MSM_CU: &str = include_str!("../cuda/msm.cu");
 const FP2_PAIR_CUH: &str = include_str!("../cuda/fp2_pair.cuh");
+const MSM_PAIR_CU: &str = include_str!("../cuda/msm_pair.cu");
 
 /// Keeps field products out of line in curve-heavy modules (compile time, code size).
 const NOINLINE_MUL: &str = "MUL_FN __device__ __noinline__";
@@ -120,7 +121,7 @@ pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
 pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
     name: "msm_g2_accumulate",
     defines: &["MSM_G2", INLINE_POINTS, ACCUMULATE_ONLY],
-    sources: &[FIELD_CUH, CURVE_CUH, FP2_PAIR_CUH, MSM_CU],
+    sources: &[FIELD_CUH, CURVE_CUH, FP2_PAIR_CUH, MSM_CU, MSM_PAIR_CU],
 };
 
 /// Per-thread stack, in bytes, every device context reserves when it is opened: at least the
