@@ -64,3 +64,49 @@ extern "C" __global__ void msm_accumulate_pair_g2(const PAffine* __restrict__ ba
     else if (tail) st_half(partial + 2 * t + 1, acc, odd);
     else st_half(buckets + b, acc, odd);
 }
+
+// This lane's half of an XYZZ sum; READ_ONLY through the read-only cache.
+template <bool READ_ONLY>
+DEVI HXyzz ld_half_xyzz(const PXyzz* p, bool odd) {
+    const Fp* f = reinterpret_cast<const Fp*>(p) + odd;
+    return HXyzz{Fp2Pair{ld_vec16<READ_ONLY>(f)}, Fp2Pair{ld_vec16<READ_ONLY>(f + 2)},
+                 Fp2Pair{ld_vec16<READ_ONLY>(f + 4)}, Fp2Pair{ld_vec16<READ_ONLY>(f + 6)}};
+}
+
+// msm_fix_round on lane pairs: threads 2p and 2p + 1 take slot p (2 (2 nruns) threads).
+extern "C" __global__ void msm_fix_round_pair_g2(PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
+                                                 const u32* __restrict__ run_first, u32 nruns, u32 k, u32 stride) {
+    u32 p = (blockIdx.x * blockDim.x + threadIdx.x) >> 1;
+    if (p == 0 || p + 1 >= 2 * nruns) return;
+    u32 b, first, end;
+    if (!split_at(offsets, run_first, (p + 1) / 2, k, b, first, end)) return;
+    if (((p - first) & (2 * stride - 1)) != 0) return;
+    if (p + stride >= end) return;
+    bool odd = pair_odd();
+    HXyzz acc = ld_half_xyzz<false>(partial + p, odd);
+    xyzz_add(acc, ld_half_xyzz<false>(partial + p + stride, odd));
+    st_half(partial + p, acc, odd);
+}
+
+// msm_segments (msm.cu) on lane pairs: threads 2t and 2t + 1 take segment t (2 nsegs threads).
+extern "C" __global__ void msm_segments_pair_g2(const PXyzz* __restrict__ buckets, u32 nb, u32 seg, u32 nsegs_total,
+                                                PXyzz* __restrict__ out) {
+    u32 t = (blockIdx.x * blockDim.x + threadIdx.x) >> 1;
+    if (t >= nsegs_total) return;
+    bool odd = pair_odd();
+    u32 per_window = nb / seg;
+    u32 w = t / per_window;
+    u32 first = (t % per_window) * seg;
+    const PXyzz* B = buckets + (size_t)w * nb + first;
+    HXyzz running = HXyzz::inf();
+    HXyzz total = HXyzz::inf();
+    for (int j = (int)seg - 1; j >= 0; j--) {
+        xyzz_add(running, ld_half_xyzz<true>(B + j, odd));
+        xyzz_add(total, running);
+    }
+    if (first != 0) {
+        xyzz_mul_small(running, first);
+        xyzz_add(total, running);
+    }
+    st_half(out + t, total, odd);
+}

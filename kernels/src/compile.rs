@@ -114,8 +114,9 @@ pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
     ],
     sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
 };
-/// G2 `msm_accumulate_g2`, its lane-pair form `msm_accumulate_pair_g2` (`fp2_pair.cuh`),
-/// `msm_fix_round_g2`, `msm_fix_store_g2` (and `curve_madd_rate_g2`), everything inlined as in
+/// G2 `msm_accumulate_g2`, `msm_fix_round_g2`, `msm_fix_store_g2`, the lane-pair forms
+/// `msm_accumulate_pair_g2`, `msm_fix_round_pair_g2` and `msm_segments_pair_g2` (`fp2_pair.cuh`,
+/// `msm_pair.cu`), and `curve_madd_rate_g2`, everything inlined as in
 /// [`MSM_G1_ACCUMULATE`] (ptxas: 256-byte stack with some spills, against a 1760-byte stack
 /// out of line).
 pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {

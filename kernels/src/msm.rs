@@ -49,9 +49,10 @@ pub trait MsmCurve: Send + Sync + 'static {
     const XYZZ_LIMBS: usize;
     /// Short name for spans and errors.
     const NAME: &'static str;
-    /// The accumulation kernel that runs each bucket run on a pair of lanes (each lane with
-    /// one half of every Fp2 value, `fp2_pair.cuh`), where the curve has one: G2.
-    const PAIR_ACCUMULATE: Option<&'static str>;
+    /// Whether the accumulation module also holds lane-pair forms (each lane with one half
+    /// of every Fp2 value, `fp2_pair.cuh`) of `msm_accumulate`, `msm_fix_round` and
+    /// `msm_segments`, named `{kernel}_pair{SUFFIX}`: G2's.
+    const PAIR_KERNELS: bool;
     /// Converts device XYZZ limbs (Montgomery form) to a projective point.
     fn from_xyzz(limbs: &[u64]) -> Self::Projective;
 }
@@ -71,7 +72,7 @@ impl MsmCurve for G1 {
     const SUFFIX: &'static str = "_g1";
     const XYZZ_LIMBS: usize = 24;
     const NAME: &'static str = "G1";
-    const PAIR_ACCUMULATE: Option<&'static str> = None;
+    const PAIR_KERNELS: bool = false;
     fn from_xyzz(l: &[u64]) -> G1Projective {
         if l[12..18].iter().all(|&x| x == 0) {
             return G1Projective::identity();
@@ -97,7 +98,7 @@ impl MsmCurve for G2 {
     const SUFFIX: &'static str = "_g2";
     const XYZZ_LIMBS: usize = 48;
     const NAME: &'static str = "G2";
-    const PAIR_ACCUMULATE: Option<&'static str> = Some("msm_accumulate_pair_g2");
+    const PAIR_KERNELS: bool = true;
     fn from_xyzz(l: &[u64]) -> G2Projective {
         if l[24..36].iter().all(|&x| x == 0) {
             return G2Projective::identity();
@@ -157,12 +158,27 @@ impl<C: MsmCurve> std::fmt::Debug for Bases<C> {
     }
 }
 
-/// Whether curves that have a lane-pair accumulation ([`MsmCurve::PAIR_ACCUMULATE`]) use it:
-/// yes, unless `CUZK_MSM_G2_PAIR=0` was set when the process first asked (for measurements;
-/// both kernels give the same sums).
-fn pair_accumulation() -> bool {
-    static PAIR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *PAIR.get_or_init(|| std::env::var("CUZK_MSM_G2_PAIR").map_or(true, |v| v != "0"))
+/// Which steps run their lane-pair kernels where a curve has them ([`MsmCurve::PAIR_KERNELS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PairUse {
+    /// None: one lane a run, a slot, a segment.
+    None,
+    /// The accumulation only.
+    Accumulate,
+    /// The accumulation, the piece sums and the window sums.
+    All,
+}
+
+/// The lane-pair steps to use: all, unless `CUZK_MSM_G2_PAIR` was `0` (none) or `acc` (the
+/// accumulation only) when the process first asked (for measurements; every form gives the
+/// same sums).
+fn pair_use() -> PairUse {
+    static PAIR: std::sync::OnceLock<PairUse> = std::sync::OnceLock::new();
+    *PAIR.get_or_init(|| match std::env::var("CUZK_MSM_G2_PAIR").as_deref() {
+        Ok("0") => PairUse::None,
+        Ok("acc") => PairUse::Accumulate,
+        _ => PairUse::All,
+    })
 }
 
 /// Window width c (bits) for n points: minimises windows x (n + 3 * 2^(c-1)), a count of
@@ -898,14 +914,25 @@ impl GpuDevice {
         };
         let mut buckets = alloc_zeroed_xyzz(nbuckets)?;
         let mut partial = alloc_zeroed_xyzz(2 * nruns)?;
-        // G2 runs on lane pairs unless CUZK_MSM_G2_PAIR=0 (for measurements)
-        let pair = C::PAIR_ACCUMULATE.filter(|_| pair_accumulation());
-        let f = match pair {
-            Some(name) => self.function(&C::ACCUMULATE_MODULE, name)?,
-            None => self.function(
+        // G2's steps on lane pairs (see pair_use): `{name}_pair{suffix}` in the accumulation
+        // module, two threads where the one-lane kernel takes one
+        let uses = if C::PAIR_KERNELS {
+            pair_use()
+        } else {
+            PairUse::None
+        };
+        let pair_acc = uses != PairUse::None;
+        let pair_all = uses == PairUse::All;
+        let pair_kernel =
+            |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}_pair{}", C::SUFFIX));
+        let lanes = |pair: bool| if pair { 2 } else { 1 };
+        let f = if pair_acc {
+            pair_kernel("msm_accumulate")?
+        } else {
+            self.function(
                 &C::ACCUMULATE_MODULE,
                 &format!("msm_accumulate{}", C::SUFFIX),
-            )?,
+            )?
         };
         let mut l = stream.launch_builder(&f);
         l.arg(&bases)
@@ -922,12 +949,16 @@ impl GpuDevice {
         // Xyzz* buckets[nbuckets] zeroed, Xyzz* partial[2 * nruns] zeroed); sorted entries
         // index points < n; a thread (or lane pair) writes buckets it holds wholly and its own
         // two slots. The pair kernel takes two threads a run in blocks of 128 (even).
-        let threads = if pair.is_some() { 2 * nruns } else { nruns };
-        unsafe { l.launch(cfg(threads, 128)) }.map_err(self.drv("launching msm_accumulate"))?;
+        unsafe { l.launch(cfg(lanes(pair_acc) * nruns, 128)) }
+            .map_err(self.drv("launching msm_accumulate"))?;
         marks.mark(self, "accumulate");
         let accumulate_kernel =
             |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX));
-        let f = accumulate_kernel("msm_fix_round")?;
+        let f = if pair_all {
+            pair_kernel("msm_fix_round")?
+        } else {
+            accumulate_kernel("msm_fix_round")?
+        };
         for r in 0..rounds {
             let stride = 1u32 << r;
             let mut l = stream.launch_builder(&f);
@@ -941,7 +972,7 @@ impl GpuDevice {
             // const u32* run_first[nruns], u32 nruns, u32 k, u32 stride); thread p writes
             // only slot p and reads slot p + stride < 2 * nruns only inside the same split
             // bucket's pieces.
-            unsafe { l.launch(cfg(2 * nruns, 128)) }
+            unsafe { l.launch(cfg(lanes(pair_all) * 2 * nruns, 128)) }
                 .map_err(self.drv("launching msm_fix_round"))?;
         }
         if rounds > 0 {
@@ -966,7 +997,11 @@ impl GpuDevice {
         let mut per_window = nb / seg;
         let nsegs = nw as usize * per_window;
         let mut level = alloc_xyzz(nsegs)?;
-        let f = kernel("msm_segments")?;
+        let f = if pair_all {
+            pair_kernel("msm_segments")?
+        } else {
+            kernel("msm_segments")?
+        };
         let (nb32, seg32, nsegs32) = (nb as u32, seg as u32, nsegs as u32);
         let mut l = stream.launch_builder(&f);
         l.arg(&buckets)
@@ -975,7 +1010,8 @@ impl GpuDevice {
             .arg(&nsegs32)
             .arg(&mut level);
         // SAFETY: (const Xyzz* buckets[nw * nb], u32 nb, u32 seg, u32 nsegs, Xyzz* out[nsegs]).
-        unsafe { l.launch(cfg(nsegs, 128)) }.map_err(self.drv("launching msm_segments"))?;
+        unsafe { l.launch(cfg(lanes(pair_all) * nsegs, 128)) }
+            .map_err(self.drv("launching msm_segments"))?;
         drop(buckets);
         marks.mark(self, "segments");
 
