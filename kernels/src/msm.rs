@@ -165,19 +165,30 @@ enum PairUse {
     None,
     /// The accumulation only.
     Accumulate,
+    /// The accumulation and the piece sums; the window sums on pairs when a segment holds at
+    /// least [`PAIR_SEGMENTS_MIN`] buckets (the default).
+    Auto,
     /// The accumulation, the piece sums and the window sums.
     All,
 }
 
-/// The lane-pair steps to use: all, unless `CUZK_MSM_G2_PAIR` was `0` (none) or `acc` (the
-/// accumulation only) when the process first asked (for measurements; every form gives the
-/// same sums).
+/// Fewest buckets a segment of the window sums must hold for `msm_segments_pair_g2` to be
+/// used by [`PairUse::Auto`]. Measured on an H200 (stop 34): with 128 buckets a segment (a
+/// random 2^24 G2 MSM) the pair kernel saves about 12 ms of 42, with 64 (2^23) about 2 ms;
+/// with 8 or 16 (2^20 and 2^22 random, witness-shaped 2^24) it loses 3.5-7 ms, its per-thread
+/// fixed part (the weight `first` by double-and-add) being longer on pairs.
+const PAIR_SEGMENTS_MIN: usize = 64;
+
+/// The lane-pair steps to use: [`PairUse::Auto`], unless `CUZK_MSM_G2_PAIR` was `0` (none),
+/// `acc` (the accumulation only) or `all` when the process first asked (for measurements;
+/// every form gives the same sums).
 fn pair_use() -> PairUse {
     static PAIR: std::sync::OnceLock<PairUse> = std::sync::OnceLock::new();
     *PAIR.get_or_init(|| match std::env::var("CUZK_MSM_G2_PAIR").as_deref() {
         Ok("0") => PairUse::None,
         Ok("acc") => PairUse::Accumulate,
-        _ => PairUse::All,
+        Ok("all") => PairUse::All,
+        _ => PairUse::Auto,
     })
 }
 
@@ -922,7 +933,7 @@ impl GpuDevice {
             PairUse::None
         };
         let pair_acc = uses != PairUse::None;
-        let pair_all = uses == PairUse::All;
+        let pair_fix = matches!(uses, PairUse::Auto | PairUse::All);
         let pair_kernel =
             |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}_pair{}", C::SUFFIX));
         let lanes = |pair: bool| if pair { 2 } else { 1 };
@@ -954,7 +965,7 @@ impl GpuDevice {
         marks.mark(self, "accumulate");
         let accumulate_kernel =
             |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX));
-        let f = if pair_all {
+        let f = if pair_fix {
             pair_kernel("msm_fix_round")?
         } else {
             accumulate_kernel("msm_fix_round")?
@@ -969,10 +980,10 @@ impl GpuDevice {
                 .arg(&k)
                 .arg(&stride);
             // SAFETY: (Xyzz* partial[2 * nruns], const u32* offsets[nbuckets + 1],
-            // const u32* run_first[nruns], u32 nruns, u32 k, u32 stride); thread p writes
-            // only slot p and reads slot p + stride < 2 * nruns only inside the same split
-            // bucket's pieces.
-            unsafe { l.launch(cfg(lanes(pair_all) * 2 * nruns, 128)) }
+            // const u32* run_first[nruns], u32 nruns, u32 k, u32 stride); thread p (or lane
+            // pair p, in blocks of 128) writes only slot p and reads slot p + stride < 2 * nruns
+            // only inside the same split bucket's pieces.
+            unsafe { l.launch(cfg(lanes(pair_fix) * 2 * nruns, 128)) }
                 .map_err(self.drv("launching msm_fix_round"))?;
         }
         if rounds > 0 {
@@ -997,7 +1008,12 @@ impl GpuDevice {
         let mut per_window = nb / seg;
         let nsegs = nw as usize * per_window;
         let mut level = alloc_xyzz(nsegs)?;
-        let f = if pair_all {
+        let pair_seg = match uses {
+            PairUse::All => true,
+            PairUse::Auto => seg >= PAIR_SEGMENTS_MIN,
+            PairUse::None | PairUse::Accumulate => false,
+        };
+        let f = if pair_seg {
             pair_kernel("msm_segments")?
         } else {
             kernel("msm_segments")?
@@ -1009,8 +1025,9 @@ impl GpuDevice {
             .arg(&seg32)
             .arg(&nsegs32)
             .arg(&mut level);
-        // SAFETY: (const Xyzz* buckets[nw * nb], u32 nb, u32 seg, u32 nsegs, Xyzz* out[nsegs]).
-        unsafe { l.launch(cfg(lanes(pair_all) * nsegs, 128)) }
+        // SAFETY: (const Xyzz* buckets[nw * nb], u32 nb, u32 seg, u32 nsegs, Xyzz* out[nsegs]);
+        // thread t (or lane pair t, in blocks of 128) writes only out[t].
+        unsafe { l.launch(cfg(lanes(pair_seg) * nsegs, 128)) }
             .map_err(self.drv("launching msm_segments"))?;
         drop(buckets);
         marks.mark(self, "segments");
