@@ -29,6 +29,10 @@ const MSM_KERNELS: &[&str] = &[
 /// MSM kernels the host launches from the inlined modules (no calls through the ABI).
 const ACCUMULATE_KERNELS: &[&str] = &["msm_accumulate", "msm_fix_round", "msm_fix_store"];
 
+/// Kernels whose lane-pair forms (`{name}_pair_g2`, fp2_pair.cuh) the host launches from the
+/// inlined G2 module (`MsmCurve::PAIR_KERNELS`).
+const PAIR_KERNELS: &[&str] = &["msm_accumulate", "msm_fix_round", "msm_segments"];
+
 /// The out-of-line device functions of a module: ptxas's verbose log names every function
 /// it compiles ("Function properties for NAME"); entry functions are also announced
 /// ("Compiling entry function 'NAME'"), the others are subroutines the kernels call.
@@ -143,6 +147,11 @@ fn kernels_compile_for_sm_90() {
                 main.name,
                 acc.name
             );
+        }
+        for k in PAIR_KERNELS {
+            let name = format!("{k}_pair{suffix}");
+            let want = suffix == "_g2";
+            assert_eq!(names(cubin(acc), &name), want, "{}: {name}", acc.name);
         }
         let accumulate = format!("msm_accumulate{suffix}");
         assert!(
