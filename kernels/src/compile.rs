@@ -135,8 +135,9 @@ pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
 pub const KERNEL_STACK_BYTES: usize = 4096;
 
 /// Every kernel module of the crate, the slowest to compile first (on 2 cores: the inlined
-/// G2 accumulation 72-90 s, G2 50-60 s, the inlined G1 accumulation 12-15 s, the others a
-/// few seconds), so that [`map_modules`] never starts a slow one last.
+/// G2 accumulation with its lane-pair kernels 180-260 s since stop 34 (72-90 s before), G2
+/// 50-60 s, the inlined G1 accumulation 12-15 s, the others a few seconds), so that
+/// [`map_modules`] never starts a slow one last.
 pub const MODULES: &[KernelModule] = &[
     MSM_G2_ACCUMULATE,
     MSM_G2,

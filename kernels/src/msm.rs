@@ -179,6 +179,36 @@ enum PairUse {
 /// fixed part (the weight `first` by double-and-add) being longer on pairs.
 const PAIR_SEGMENTS_MIN: usize = 64;
 
+impl PairUse {
+    /// What a curve uses: [`pair_use`] where it has lane-pair kernels, else none.
+    fn for_curve<C: MsmCurve>() -> PairUse {
+        if C::PAIR_KERNELS {
+            pair_use()
+        } else {
+            PairUse::None
+        }
+    }
+
+    /// Whether the accumulation runs on lane pairs.
+    fn accumulate(self) -> bool {
+        self != PairUse::None
+    }
+
+    /// Whether the piece sums (`msm_fix_round`) run on lane pairs.
+    fn pieces(self) -> bool {
+        matches!(self, PairUse::Auto | PairUse::All)
+    }
+
+    /// Whether the window sums run on lane pairs, with `seg` buckets a segment.
+    fn segments(self, seg: usize) -> bool {
+        match self {
+            PairUse::All => true,
+            PairUse::Auto => seg >= PAIR_SEGMENTS_MIN,
+            PairUse::None | PairUse::Accumulate => false,
+        }
+    }
+}
+
 /// The lane-pair steps to use: [`PairUse::Auto`], unless `CUZK_MSM_G2_PAIR` was `0` (none),
 /// `acc` (the accumulation only) or `all` when the process first asked (for measurements;
 /// every form gives the same sums).
@@ -927,13 +957,8 @@ impl GpuDevice {
         let mut partial = alloc_zeroed_xyzz(2 * nruns)?;
         // G2's steps on lane pairs (see pair_use): `{name}_pair{suffix}` in the accumulation
         // module, two threads where the one-lane kernel takes one
-        let uses = if C::PAIR_KERNELS {
-            pair_use()
-        } else {
-            PairUse::None
-        };
-        let pair_acc = uses != PairUse::None;
-        let pair_fix = matches!(uses, PairUse::Auto | PairUse::All);
+        let uses = PairUse::for_curve::<C>();
+        let (pair_acc, pair_fix) = (uses.accumulate(), uses.pieces());
         let pair_kernel =
             |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}_pair{}", C::SUFFIX));
         let lanes = |pair: bool| if pair { 2 } else { 1 };
@@ -1008,11 +1033,7 @@ impl GpuDevice {
         let mut per_window = nb / seg;
         let nsegs = nw as usize * per_window;
         let mut level = alloc_xyzz(nsegs)?;
-        let pair_seg = match uses {
-            PairUse::All => true,
-            PairUse::Auto => seg >= PAIR_SEGMENTS_MIN,
-            PairUse::None | PairUse::Accumulate => false,
-        };
+        let pair_seg = uses.segments(seg);
         let f = if pair_seg {
             pair_kernel("msm_segments")?
         } else {
@@ -1294,6 +1315,22 @@ mod tests {
             h[b] += count;
         }
         h
+    }
+
+    #[test]
+    fn lane_pairs_take_the_steps_each_setting_names() {
+        // the default: every step but the window sums of short segments
+        let auto = PairUse::Auto;
+        assert!(auto.accumulate() && auto.pieces());
+        assert!(auto.segments(PAIR_SEGMENTS_MIN) && auto.segments(128));
+        assert!(!auto.segments(PAIR_SEGMENTS_MIN - 1) && !auto.segments(8));
+        assert!(PairUse::All.segments(1) && PairUse::All.pieces());
+        let acc = PairUse::Accumulate;
+        assert!(acc.accumulate() && !acc.pieces() && !acc.segments(1 << 20));
+        let none = PairUse::None;
+        assert!(!none.accumulate() && !none.pieces() && !none.segments(1 << 20));
+        // G1 has no lane-pair kernels, whatever the environment says
+        assert_eq!(PairUse::for_curve::<G1>(), PairUse::None);
     }
 
     #[test]
