@@ -1,7 +1,7 @@
 // Fp2 values split over the two lanes of a pair (warp lanes 2j and 2j + 1): the even lane
-// holds c0, the odd lane c1. The G2 accumulation runs each bucket run on a pair of lanes with
-// this type (msm_accumulate_pair_g2): each lane keeps half of a G2 XYZZ accumulator (48
-// registers instead of 96), and each Fp2 product becomes one sum of two Fp products with
+// holds c0, the odd lane c1. G2's accumulation, piece sums and window sums run each run, slot
+// or segment on a pair of lanes with this type (msm_pair.cu): each lane keeps half of a G2
+// XYZZ accumulator (48 registers instead of 96), and each Fp2 product becomes one sum of two Fp products with
 // one reduction per lane (mul_sum), where the one-lane form takes three Fp products.
 // Requires field.cuh (mul_sum: Fp has 4p < R) and, for the lane type, curve.cuh's users.
 //

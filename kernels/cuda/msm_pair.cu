@@ -1,6 +1,8 @@
-// msm_accumulate for G2 on lane pairs (fp2_pair.cuh). Appended to msm.cu in the inlined G2
-// accumulation module only (compile.rs, MSM_G2_ACCUMULATE), after bucket_after and the point
-// typedefs, so the other modules' sources stay as they were.
+// G2's accumulation, piece sums and window sums on lane pairs (fp2_pair.cuh):
+// msm_accumulate_pair_g2, msm_fix_round_pair_g2 and msm_segments_pair_g2, each the body of
+// its one-lane kernel in msm.cu with half-value loads and stores. Appended to msm.cu in the
+// inlined G2 accumulation module only (compile.rs, MSM_G2_ACCUMULATE), after bucket_after
+// and the point typedefs, so the other modules' sources stay as they were.
 #if !defined(MSM_G2) || !defined(MSM_ACCUMULATE_ONLY)
 #error "msm_pair.cu belongs to the inlined G2 accumulation module"
 #endif
