@@ -41,6 +41,40 @@ typedef Fp2 PF;
 typedef Affine<PF> PAffine;
 typedef Xyzz<PF> PXyzz;
 
+// The accumulation loads the next point before adding the current one, so the point's
+// memory latency overlaps the addition: in G1, and in G2 on lane pairs (msm_pair.cu); a whole
+// G2 point does not fit in the registers the one-lane accumulation has left (ptxas spills).
+#if defined(MSM_G1)
+#define MSM_PREFETCH_POINT true
+#else
+#define MSM_PREFETCH_POINT false
+#endif
+
+// Lane views: how a kernel's threads map to its work items (runs, piece slots, segments) and
+// which part of every value a thread holds. The bodies of the accumulation, the piece sums and
+// the window sums (accumulate_runs, fix_round_slot, segment_sums) are written once against a
+// view; each kernel instantiates one. WholeLanes: one thread an item, holding whole values.
+// HalfLanes (msm_pair.cu, G2's accumulation module only): two lanes an item, each holding one
+// half of every Fp2 value. A view has
+//   A, X             the affine and XYZZ types a thread holds (its part of a point or sum)
+//   PREFETCH_POINT   whether the accumulation loads the next point ahead
+//   item()           this thread's work item
+//   base(p)          this thread's part of the affine base *p, through the read-only cache
+//   load<RO>(p)      its part of the XYZZ sum *p (RO: through the read-only cache)
+//   store(p, a)      writes its part a of the XYZZ sum *p
+struct WholeLanes {
+    typedef PAffine A;
+    typedef PXyzz X;
+    enum { PREFETCH_POINT = MSM_PREFETCH_POINT };  // an enum: a static data member would be a device variable
+    static DEVI u32 item() { return blockIdx.x * blockDim.x + threadIdx.x; }
+    static DEVI A base(const PAffine* p) { return ld_vec_ro(p); }
+    template <bool RO>
+    static DEVI X load(const PXyzz* p) {
+        return ld_vec16<RO>(p);
+    }
+    static DEVI void store(PXyzz* p, const X& a) { st_vec(p, a); }
+};
+
 #ifndef MSM_ACCUMULATE_ONLY
 // window_bits, recode, signed_digit and the held-word walk: msm_digits.cuh.
 
@@ -417,51 +451,53 @@ DEVI u32 bucket_after(const u32* __restrict__ offsets, u32 nbuckets, u32 lo, u32
 // So a bucket split over runs t0 < t1 has its pieces in partial[2 t0 + 1 .. 2 t1], and
 // the slots in between that no bucket writes stay zero (infinity): `buckets` and `partial`
 // must be zeroed by the caller. The next entry is loaded before the current point is added,
-// so its memory latency overlaps the addition; in G1 the next point too (a G2 point does
-// not fit in the registers left: ptxas spills).
-#if defined(MSM_G1)
-#define MSM_PREFETCH_POINT true
-#else
-#define MSM_PREFETCH_POINT false
-#endif
-extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
-                                                    const u32* __restrict__ offsets, u32 nbuckets,
-                                                    const u32* __restrict__ run_first, u32 nruns, u32 entries,
-                                                    u32 k, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= nruns) return;
+// so its memory latency overlaps the addition, and the next point too where
+// V::PREFETCH_POINT. Run t is V's work item t (msm_accumulate: one thread a run).
+template <class V>
+DEVI void accumulate_runs(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
+                          const u32* __restrict__ offsets, u32 nbuckets, const u32* __restrict__ run_first, u32 nruns,
+                          u32 entries, u32 k, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial) {
+    u32 t = V::item();
+    if (t >= nruns) return;  // every thread of the item (V's lanes run an item together)
     u32 begin = t * k;  // < entries: the host launches ceil(entries / k) runs
     u32 end = min(begin + k, entries);  // entries + k < 2^32 (at most 33 digits a scalar)
     u32 b = run_first[t];
     u32 bend = offsets[b + 1];
     bool head = offsets[b] < begin;
-    PXyzz acc = PXyzz::inf();
+    typename V::X acc = V::X::inf();
     u32 e = sorted[begin];
-    PAffine next;
-    if (MSM_PREFETCH_POINT) next = ld_vec_ro(bases + (e & 0x7fffffffu));
+    typename V::A next;
+    if (V::PREFETCH_POINT) next = V::base(bases + (e & 0x7fffffffu));
     for (u32 i = begin; i < end; i++) {
         if (i == bend) {
             // bucket b ends here: it began in this run unless `head`
-            if (head) st_vec(partial + 2 * t, acc);
-            else st_vec(buckets + b, acc);
+            if (head) V::store(partial + 2 * t, acc);
+            else V::store(buckets + b, acc);
             head = false;
             b = bucket_after(offsets, nbuckets, b + 1, i);
             bend = offsets[b + 1];
-            acc = PXyzz::inf();
+            acc = V::X::inf();
         }
-        PAffine q = MSM_PREFETCH_POINT ? next : ld_vec_ro(bases + (e & 0x7fffffffu));
+        typename V::A q = V::PREFETCH_POINT ? next : V::base(bases + (e & 0x7fffffffu));
         bool negate = e >> 31;
         if (i + 1 < end) {
             e = sorted[i + 1];
-            if (MSM_PREFETCH_POINT) next = ld_vec_ro(bases + (e & 0x7fffffffu));
+            if (V::PREFETCH_POINT) next = V::base(bases + (e & 0x7fffffffu));
         }
         if (negate) q = neg(q);
         xyzz_add_affine(acc, q);
     }
     bool tail = bend > end;
-    if (head) st_vec(partial + 2 * t, acc);
-    else if (tail) st_vec(partial + 2 * t + 1, acc);
-    else st_vec(buckets + b, acc);
+    if (head) V::store(partial + 2 * t, acc);
+    else if (tail) V::store(partial + 2 * t + 1, acc);
+    else V::store(buckets + b, acc);
+}
+
+extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
+                                                    const u32* __restrict__ offsets, u32 nbuckets,
+                                                    const u32* __restrict__ run_first, u32 nruns, u32 entries,
+                                                    u32 k, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial) {
+    accumulate_runs<WholeLanes>(bases, sorted, offsets, nbuckets, run_first, nruns, entries, k, buckets, partial);
 }
 
 // The bucket split at run boundary q (between runs q - 1 and q), if any: the bucket of
@@ -481,21 +517,27 @@ DEVI bool split_at(const u32* __restrict__ offsets, const u32* __restrict__ run_
 // One round of the pairwise sum of each split bucket's pieces: with `stride` = 2^r, the
 // slot at offset j from the bucket's first slot (j a multiple of 2 * stride) adds the slot
 // at j + stride when it is the bucket's. After rounds r = 0 .. ceil(log2(longest)) - 1 the
-// first slot holds the bucket's sum. One thread per slot p (1 <= p < 2 nruns - 1: slots
-// 2q - 1 and 2q are those of run boundary q); rounds are separate launches, so every read
-// sees the previous round's writes.
-extern "C" __global__ void MSM_NAME(msm_fix_round)(PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
-                                                   const u32* __restrict__ run_first, u32 nruns, u32 k,
-                                                   u32 stride) {
-    u32 p = blockIdx.x * blockDim.x + threadIdx.x;
+// first slot holds the bucket's sum. Slot p (1 <= p < 2 nruns - 1: slots 2q - 1 and 2q are
+// those of run boundary q) is V's work item p (msm_fix_round: one thread a slot); rounds are
+// separate launches, so every read sees the previous round's writes.
+template <class V>
+DEVI void fix_round_slot(PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
+                         const u32* __restrict__ run_first, u32 nruns, u32 k, u32 stride) {
+    u32 p = V::item();
     if (p == 0 || p + 1 >= 2 * nruns) return;
     u32 b, first, end;
     if (!split_at(offsets, run_first, (p + 1) / 2, k, b, first, end)) return;
     if (((p - first) & (2 * stride - 1)) != 0) return;
     if (p + stride >= end) return;
-    PXyzz acc = ld_vec(partial + p);
-    xyzz_add(acc, ld_vec(partial + p + stride));
-    st_vec(partial + p, acc);
+    typename V::X acc = V::template load<false>(partial + p);
+    xyzz_add(acc, V::template load<false>(partial + p + stride));
+    V::store(partial + p, acc);
+}
+
+extern "C" __global__ void MSM_NAME(msm_fix_round)(PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
+                                                   const u32* __restrict__ run_first, u32 nruns, u32 k,
+                                                   u32 stride) {
+    fix_round_slot<WholeLanes>(partial, offsets, run_first, nruns, k, stride);
 }
 
 // One thread per run boundary: a split bucket takes its first slot (the sum after the
@@ -512,21 +554,23 @@ extern "C" __global__ void MSM_NAME(msm_fix_store)(const PXyzz* __restrict__ par
 
 #endif  // MSM_NO_ACCUMULATE
 
-#ifndef MSM_ACCUMULATE_ONLY
-// One thread per (window, segment of `seg` buckets): out = sum_{b in segment} (b + 1) * B_b,
-// with b the bucket index inside its window.
-extern "C" __global__ void MSM_NAME(msm_segments)(const PXyzz* __restrict__ buckets, u32 nb, u32 seg, u32 nsegs_total,
-                                                  PXyzz* __restrict__ out) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+// Window sums by segments of `seg` buckets: out = sum_{b in segment} (b + 1) * B_b, with b the
+// bucket index inside its window; segment t (of nsegs_total, all windows') is V's work item t.
+// Outside the module guards: msm_segments (every module but the accumulation's) and
+// msm_segments_pair_g2 (G2's accumulation module) instantiate it.
+template <class V>
+DEVI void segment_sums(const PXyzz* __restrict__ buckets, u32 nb, u32 seg, u32 nsegs_total,
+                       PXyzz* __restrict__ out) {
+    u32 t = V::item();
     if (t >= nsegs_total) return;
     u32 per_window = nb / seg;
     u32 w = t / per_window;
     u32 first = (t % per_window) * seg;  // bucket index of the segment's first bucket
     const PXyzz* B = buckets + (size_t)w * nb + first;
-    PXyzz running = PXyzz::inf();
-    PXyzz total = PXyzz::inf();
+    typename V::X running = V::X::inf();
+    typename V::X total = V::X::inf();
     for (int j = (int)seg - 1; j >= 0; j--) {
-        xyzz_add(running, ld_vec_ro(B + j));
+        xyzz_add(running, V::template load<true>(B + j));
         xyzz_add(total, running);
     }
     // total = sum (j + 1) B_j; add first * sum B_j to weight by (first + j + 1)
@@ -534,7 +578,14 @@ extern "C" __global__ void MSM_NAME(msm_segments)(const PXyzz* __restrict__ buck
         xyzz_mul_small(running, first);
         xyzz_add(total, running);
     }
-    st_vec(out + t, total);
+    V::store(out + t, total);
+}
+
+#ifndef MSM_ACCUMULATE_ONLY
+// One thread per (window, segment): segment_sums.
+extern "C" __global__ void MSM_NAME(msm_segments)(const PXyzz* __restrict__ buckets, u32 nb, u32 seg, u32 nsegs_total,
+                                                  PXyzz* __restrict__ out) {
+    segment_sums<WholeLanes>(buckets, nb, seg, nsegs_total, out);
 }
 
 // out[t] = sum of in[t * group .. (t + 1) * group).
