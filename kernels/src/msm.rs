@@ -209,6 +209,23 @@ impl PairUse {
     }
 }
 
+/// Points a chunk of [`GpuDevice::msm_at`]: [`MAX_CHUNK`], unless `CUZK_MSM_CHUNK_LOG` was
+/// a log2 in 16..=27 when the process first asked (for measurements: the result does not
+/// depend on it; a chunk above [`MAX_CHUNK`] needs more scratch than [`msm_scratch_bytes`]
+/// says, about 17 GiB for 2^27 G1 points).
+fn chunk_len() -> usize {
+    static CHUNK: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CHUNK.get_or_init(|| {
+        match std::env::var("CUZK_MSM_CHUNK_LOG")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+        {
+            Some(log) if (16..=27).contains(&log) => 1 << log,
+            _ => MAX_CHUNK,
+        }
+    })
+}
+
 /// The lane-pair steps to use: [`PairUse::Auto`], unless `CUZK_MSM_G2_PAIR` was `0` (none),
 /// `acc` (the accumulation only) or `all` when the process first asked (for measurements;
 /// every form gives the same sums).
@@ -588,7 +605,7 @@ impl GpuDevice {
         scalars: &DeviceBuffer<Scalar>,
         from: usize,
     ) -> Result<C::Projective> {
-        self.msm_chunked(bases, range, scalars, from, MAX_CHUNK)
+        self.msm_chunked(bases, range, scalars, from, chunk_len())
     }
 
     /// As [`GpuDevice::msm_at`], in chunks of at most `chunk` points (`chunk` >= 1; the

@@ -1015,6 +1015,40 @@ fn msm_chunked_matches_blstrs() {
     println!("chunked MSMs ok");
 }
 
+/// One chunk of 2^27 points, as `CUZK_MSM_CHUNK_LOG=27` runs a 32 GiB partition's H and L
+/// MSMs, gives the sum that chunks of 2^26 and of 3 * 2^24 give (the chunked path is tied to
+/// blstrs by `msm_chunked_matches_blstrs`; blstrs itself takes minutes at this size): random
+/// and Filecoin-shaped scalars over 2^27 G1 points (2^16 distinct random points, tiled).
+/// Needs about 20 GiB of device memory.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn msm_one_chunk_of_2_27_equals_smaller_chunks() {
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let n = 1usize << 27;
+    let uniq = g1_points(seed, 1 << 16);
+    let pts: Vec<G1Affine> = uniq.iter().cycle().take(n).copied().collect();
+    let bases = dev.upload_g1_bases(&pts).unwrap();
+    drop(pts);
+    for (what, seed) in [("random", seed + 1), ("Filecoin-shaped", seed + 2)] {
+        let sc = if what == "random" {
+            scalars(seed, n)
+        } else {
+            filecoin_scalars(seed, n)
+        };
+        let d = dev.upload(&sc).unwrap();
+        drop(sc);
+        let one = dev.msm_chunked(&bases, 0..n, &d, 0, n).unwrap();
+        assert!(!bool::from(one.is_identity()), "{what}: a sum of random points");
+        for chunk in [1usize << 26, 3 << 24] {
+            let got = dev.msm_chunked(&bases, 0..n, &d, 0, chunk).unwrap();
+            assert_eq!(got, one, "{what}, chunks of {chunk} against one (seed {seed})");
+        }
+    }
+    println!("2^27 in one chunk ok");
+}
+
 /// Scalars sorted once ([`GpuDevice::msm_sort`]) and summed with G1 and G2 bases
 /// ([`GpuDevice::msm_sorted`]), as the B query is: each result equals blstrs' on the same
 /// scalars. Random scalars with the edge cases of `msm_case`, Filecoin-shaped ones, every
