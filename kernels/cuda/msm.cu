@@ -58,7 +58,8 @@ typedef Xyzz<PF> PXyzz;
 // half of every Fp2 value. A view has
 //   A, X             the affine and XYZZ types a thread holds (its part of a point or sum)
 //   PREFETCH_POINT   whether the accumulation loads the next point ahead
-//   item()           this thread's work item
+//   item()           this thread's work item (static)
+// and, on a view object made once a thread has its item (it may hold which part is its own),
 //   base(p)          this thread's part of the affine base *p, through the read-only cache
 //   load<RO>(p)      its part of the XYZZ sum *p (RO: through the read-only cache)
 //   store(p, a)      writes its part a of the XYZZ sum *p
@@ -67,12 +68,12 @@ struct WholeLanes {
     typedef PXyzz X;
     enum { PREFETCH_POINT = MSM_PREFETCH_POINT };  // an enum: a static data member would be a device variable
     static DEVI u32 item() { return blockIdx.x * blockDim.x + threadIdx.x; }
-    static DEVI A base(const PAffine* p) { return ld_vec_ro(p); }
+    DEVI A base(const PAffine* p) const { return ld_vec_ro(p); }
     template <bool RO>
-    static DEVI X load(const PXyzz* p) {
+    DEVI X load(const PXyzz* p) const {
         return ld_vec16<RO>(p);
     }
-    static DEVI void store(PXyzz* p, const X& a) { st_vec(p, a); }
+    DEVI void store(PXyzz* p, const X& a) const { st_vec(p, a); }
 };
 
 #ifndef MSM_ACCUMULATE_ONLY
@@ -459,6 +460,7 @@ DEVI void accumulate_runs(const PAffine* __restrict__ bases, const u32* __restri
                           u32 entries, u32 k, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial) {
     u32 t = V::item();
     if (t >= nruns) return;  // every thread of the item (V's lanes run an item together)
+    const V lane{};
     u32 begin = t * k;  // < entries: the host launches ceil(entries / k) runs
     u32 end = min(begin + k, entries);  // entries + k < 2^32 (at most 33 digits a scalar)
     u32 b = run_first[t];
@@ -467,30 +469,30 @@ DEVI void accumulate_runs(const PAffine* __restrict__ bases, const u32* __restri
     typename V::X acc = V::X::inf();
     u32 e = sorted[begin];
     typename V::A next;
-    if (V::PREFETCH_POINT) next = V::base(bases + (e & 0x7fffffffu));
+    if (V::PREFETCH_POINT) next = lane.base(bases + (e & 0x7fffffffu));
     for (u32 i = begin; i < end; i++) {
         if (i == bend) {
             // bucket b ends here: it began in this run unless `head`
-            if (head) V::store(partial + 2 * t, acc);
-            else V::store(buckets + b, acc);
+            if (head) lane.store(partial + 2 * t, acc);
+            else lane.store(buckets + b, acc);
             head = false;
             b = bucket_after(offsets, nbuckets, b + 1, i);
             bend = offsets[b + 1];
             acc = V::X::inf();
         }
-        typename V::A q = V::PREFETCH_POINT ? next : V::base(bases + (e & 0x7fffffffu));
+        typename V::A q = V::PREFETCH_POINT ? next : lane.base(bases + (e & 0x7fffffffu));
         bool negate = e >> 31;
         if (i + 1 < end) {
             e = sorted[i + 1];
-            if (V::PREFETCH_POINT) next = V::base(bases + (e & 0x7fffffffu));
+            if (V::PREFETCH_POINT) next = lane.base(bases + (e & 0x7fffffffu));
         }
         if (negate) q = neg(q);
         xyzz_add_affine(acc, q);
     }
     bool tail = bend > end;
-    if (head) V::store(partial + 2 * t, acc);
-    else if (tail) V::store(partial + 2 * t + 1, acc);
-    else V::store(buckets + b, acc);
+    if (head) lane.store(partial + 2 * t, acc);
+    else if (tail) lane.store(partial + 2 * t + 1, acc);
+    else lane.store(buckets + b, acc);
 }
 
 extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
@@ -529,9 +531,10 @@ DEVI void fix_round_slot(PXyzz* __restrict__ partial, const u32* __restrict__ of
     if (!split_at(offsets, run_first, (p + 1) / 2, k, b, first, end)) return;
     if (((p - first) & (2 * stride - 1)) != 0) return;
     if (p + stride >= end) return;
-    typename V::X acc = V::template load<false>(partial + p);
-    xyzz_add(acc, V::template load<false>(partial + p + stride));
-    V::store(partial + p, acc);
+    const V lane{};
+    typename V::X acc = lane.template load<false>(partial + p);
+    xyzz_add(acc, lane.template load<false>(partial + p + stride));
+    lane.store(partial + p, acc);
 }
 
 extern "C" __global__ void MSM_NAME(msm_fix_round)(PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
@@ -563,6 +566,7 @@ DEVI void segment_sums(const PXyzz* __restrict__ buckets, u32 nb, u32 seg, u32 n
                        PXyzz* __restrict__ out) {
     u32 t = V::item();
     if (t >= nsegs_total) return;
+    const V lane{};
     u32 per_window = nb / seg;
     u32 w = t / per_window;
     u32 first = (t % per_window) * seg;  // bucket index of the segment's first bucket
@@ -570,7 +574,7 @@ DEVI void segment_sums(const PXyzz* __restrict__ buckets, u32 nb, u32 seg, u32 n
     typename V::X running = V::X::inf();
     typename V::X total = V::X::inf();
     for (int j = (int)seg - 1; j >= 0; j--) {
-        xyzz_add(running, V::template load<true>(B + j));
+        xyzz_add(running, lane.template load<true>(B + j));
         xyzz_add(total, running);
     }
     // total = sum (j + 1) B_j; add first * sum B_j to weight by (first + j + 1)
@@ -578,7 +582,7 @@ DEVI void segment_sums(const PXyzz* __restrict__ buckets, u32 nb, u32 seg, u32 n
         xyzz_mul_small(running, first);
         xyzz_add(total, running);
     }
-    V::store(out + t, total);
+    lane.store(out + t, total);
 }
 
 #ifndef MSM_ACCUMULATE_ONLY

@@ -19,18 +19,20 @@ struct HalfLanes {
     typedef Xyzz<Fp2Pair> X;
     enum { PREFETCH_POINT = true };
     static DEVI u32 item() { return (blockIdx.x * blockDim.x + threadIdx.x) >> 1; }
-    static DEVI A base(const PAffine* p) {
-        const Fp* f = reinterpret_cast<const Fp*>(p) + pair_odd();
+    bool odd;  // this lane holds c1
+    DEVI HalfLanes() : odd(pair_odd()) {}
+    DEVI A base(const PAffine* p) const {
+        const Fp* f = reinterpret_cast<const Fp*>(p) + odd;
         return A{Fp2Pair{ld_vec_ro(f)}, Fp2Pair{ld_vec_ro(f + 2)}};
     }
     template <bool RO>
-    static DEVI X load(const PXyzz* p) {
-        const Fp* f = reinterpret_cast<const Fp*>(p) + pair_odd();
+    DEVI X load(const PXyzz* p) const {
+        const Fp* f = reinterpret_cast<const Fp*>(p) + odd;
         return X{Fp2Pair{ld_vec16<RO>(f)}, Fp2Pair{ld_vec16<RO>(f + 2)}, Fp2Pair{ld_vec16<RO>(f + 4)},
                  Fp2Pair{ld_vec16<RO>(f + 6)}};
     }
-    static DEVI void store(PXyzz* p, const X& a) {
-        Fp* f = reinterpret_cast<Fp*>(p) + pair_odd();
+    DEVI void store(PXyzz* p, const X& a) const {
+        Fp* f = reinterpret_cast<Fp*>(p) + odd;
         st_vec(f, a.X.v);
         st_vec(f + 2, a.Y.v);
         st_vec(f + 4, a.ZZ.v);
