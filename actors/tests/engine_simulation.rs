@@ -394,7 +394,10 @@ fn a_panicking_device_is_a_failure_not_a_lost_job() {
     let driver = MockDriver::new(devs.clone());
     let rec = driver.recorder();
     let engine = Engine::start(config(&driver)).unwrap();
-    let jobs = submit_many(&engine, 10, sim(3, 300, 1));
+    // 20 ms a partition: with 0.3 ms, device 7 could prove every remaining partition while
+    // device 6's thread was still unwinding (CI's RUST_BACKTRACE capture takes milliseconds
+    // on a loaded 2-core machine), leaving device 6 one ok partition (seen once in CI)
+    let jobs = submit_many(&engine, 10, sim(3, 20_000, 1));
     wait_all(&engine, &jobs);
     engine.shutdown(Duration::ZERO).unwrap();
     let iv = rec.take();
