@@ -1040,10 +1040,16 @@ fn msm_one_chunk_of_2_27_equals_smaller_chunks() {
         let d = dev.upload(&sc).unwrap();
         drop(sc);
         let one = dev.msm_chunked(&bases, 0..n, &d, 0, n).unwrap();
-        assert!(!bool::from(one.is_identity()), "{what}: a sum of random points");
+        assert!(
+            !bool::from(one.is_identity()),
+            "{what}: a sum of random points"
+        );
         for chunk in [1usize << 26, 3 << 24] {
             let got = dev.msm_chunked(&bases, 0..n, &d, 0, chunk).unwrap();
-            assert_eq!(got, one, "{what}, chunks of {chunk} against one (seed {seed})");
+            assert_eq!(
+                got, one,
+                "{what}, chunks of {chunk} against one (seed {seed})"
+            );
         }
     }
     println!("2^27 in one chunk ok");
