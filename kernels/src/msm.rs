@@ -30,7 +30,10 @@ use crate::device::{check_len, DeviceBuffer, GpuDevice, PciId};
 use crate::error::{Error, Result};
 use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
 
-/// Largest number of points one pipeline run handles; larger inputs are chunked.
+/// Largest number of points one pipeline run handles; larger inputs are chunked. Measured
+/// on an H200 (stop 35, docs/benchmarks.md): one 2^27 chunk made a 32 GiB partition's H MSM
+/// slower (842-850 ms against 792), since its windows have more bins than the tiled scatter
+/// takes, though it saves the second chunk's window and piece sums.
 pub const MAX_CHUNK: usize = 1 << 26;
 
 /// A curve group the MSM kernels are instantiated for.
@@ -212,7 +215,7 @@ impl PairUse {
 /// Points a chunk of [`GpuDevice::msm_at`]: [`MAX_CHUNK`], unless `CUZK_MSM_CHUNK_LOG` was
 /// a log2 in 16..=27 when the process first asked (for measurements: the result does not
 /// depend on it; a chunk above [`MAX_CHUNK`] needs more scratch than [`msm_scratch_bytes`]
-/// says, about 17 GiB for 2^27 G1 points).
+/// says, about 17 GiB for 2^27 G1 points, and 27 was measured slower, see [`MAX_CHUNK`]).
 fn chunk_len() -> usize {
     static CHUNK: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CHUNK.get_or_init(|| {
