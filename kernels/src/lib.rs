@@ -30,6 +30,7 @@ pub mod compile;
 pub mod device;
 pub mod error;
 pub mod field;
+pub mod knobs;
 pub mod layout;
 pub mod msm;
 pub mod ntt;

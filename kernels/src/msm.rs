@@ -219,13 +219,23 @@ impl PairUse {
 fn chunk_len() -> usize {
     static CHUNK: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CHUNK.get_or_init(|| {
-        match std::env::var("CUZK_MSM_CHUNK_LOG")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-        {
-            Some(log) if (16..=27).contains(&log) => 1 << log,
-            _ => MAX_CHUNK,
-        }
+        crate::knobs::read("CUZK_MSM_CHUNK_LOG", "a log2 from 16 to 27", |v| {
+            let log = v.parse::<u32>().ok().filter(|l| (16..=27).contains(l))?;
+            Some(1usize << log)
+        })
+        .unwrap_or(MAX_CHUNK)
+    })
+}
+
+/// Whether `CUZK_MSM_SCATTER=direct` forces `msm_scatter` where the tiled scatter applies
+/// (read once; for measurements: both give the same bucket lists).
+fn direct_scatter() -> bool {
+    static DIRECT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DIRECT.get_or_init(|| {
+        crate::knobs::read("CUZK_MSM_SCATTER", "direct", |v| {
+            (v == "direct").then_some(true)
+        })
+        .unwrap_or(false)
     })
 }
 
@@ -234,11 +244,14 @@ fn chunk_len() -> usize {
 /// every form gives the same sums).
 fn pair_use() -> PairUse {
     static PAIR: std::sync::OnceLock<PairUse> = std::sync::OnceLock::new();
-    *PAIR.get_or_init(|| match std::env::var("CUZK_MSM_G2_PAIR").as_deref() {
-        Ok("0") => PairUse::None,
-        Ok("acc") => PairUse::Accumulate,
-        Ok("all") => PairUse::All,
-        _ => PairUse::Auto,
+    *PAIR.get_or_init(|| {
+        crate::knobs::read("CUZK_MSM_G2_PAIR", "0, acc or all", |v| match v {
+            "0" => Some(PairUse::None),
+            "acc" => Some(PairUse::Accumulate),
+            "all" => Some(PairUse::All),
+            _ => None,
+        })
+        .unwrap_or(PairUse::Auto)
     })
 }
 
@@ -817,7 +830,7 @@ impl GpuDevice {
         }
         // the tiled scatter where it applies (CUZK_MSM_SCATTER=direct forces msm_scatter,
         // to compare the two on a device)
-        let direct = std::env::var("CUZK_MSM_SCATTER").is_ok_and(|v| v == "direct");
+        let direct = direct_scatter();
         let per_bin = scatter_per_bin(entries, n, nw, nb >> s);
         let slab_log = scatter_slab_log(s, nb >> s, per_bin, self.shared_memory_per_block())
             .filter(|_| !direct);

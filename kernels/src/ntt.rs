@@ -60,7 +60,7 @@ pub fn uses_top_table(log_n: u32) -> bool {
 
 /// A setting read once per process from the environment: off only when set to `0`.
 fn switch(cell: &'static std::sync::OnceLock<bool>, name: &str) -> bool {
-    *cell.get_or_init(|| std::env::var(name).map_or(true, |v| v.trim() != "0"))
+    *cell.get_or_init(|| crate::knobs::on_unless_zero(name))
 }
 
 /// How a transform runs. The results never depend on it; the speed and the device memory
@@ -356,11 +356,10 @@ fn passes(log_n: u32, cols_log: u32) -> Vec<Pass> {
 fn cols_log() -> u32 {
     static COLS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *COLS.get_or_init(|| {
-        std::env::var("CUZK_NTT_COLS")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|&c| c <= 2)
-            .unwrap_or(DEFAULT_COLS_LOG)
+        crate::knobs::read("CUZK_NTT_COLS", "0, 1 or 2", |v| {
+            v.parse::<u32>().ok().filter(|&c| c <= 2)
+        })
+        .unwrap_or(DEFAULT_COLS_LOG)
     })
 }
 

@@ -509,7 +509,7 @@ pub fn prove_msms(
         // B in G1 and in G2 on the device have the same scalars: sorted into bucket lists once
         // (when they fit one MSM chunk, as every Filecoin circuit's do), in B G1's phase.
         // CUZK_MSM_SORT_ONCE=0 sorts them for each MSM, to compare the two on a device.
-        let sort_once = std::env::var("CUZK_MSM_SORT_ONCE").map_or(true, |v| v != "0");
+        let sort_once = sort_once();
         let b_sorted = phase(
             dev,
             partition,
@@ -621,6 +621,13 @@ fn release<T: Send + 'static>(v: T, bytes: usize) {
     let _ = std::thread::Builder::new()
         .name("cuzk-free".into())
         .spawn(move || drop(v));
+}
+
+/// `CUZK_MSM_SORT_ONCE`: on unless `0` (read once; for measurements: both ways give the
+/// same proof).
+fn sort_once() -> bool {
+    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ONCE.get_or_init(|| cuzk_kernels::knobs::on_unless_zero("CUZK_MSM_SORT_ONCE"))
 }
 
 #[cfg(test)]
