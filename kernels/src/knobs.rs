@@ -13,7 +13,23 @@ use std::env::VarError;
 /// `None` when the variable is unset, or when it is set to a value `parse` refuses (or to
 /// one that is not Unicode), which is then reported with `tracing::warn!` naming `accepts`.
 pub fn read<T>(name: &str, accepts: &str, parse: impl FnOnce(&str) -> Option<T>) -> Option<T> {
-    let raw = match std::env::var(name) {
+    judge(name, std::env::var(name), accepts, parse)
+}
+
+/// A switch that is on unless its knob is `0`: `1` or unset mean on, anything else is
+/// refused (on, with a warning).
+pub fn on_unless_zero(name: &str) -> bool {
+    switch(name, std::env::var(name))
+}
+
+/// [`read`] given the variable's value (the tests pass values: cuzk never sets variables).
+fn judge<T>(
+    name: &str,
+    var: Result<String, VarError>,
+    accepts: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Option<T> {
+    let raw = match var {
         Ok(raw) => raw,
         Err(VarError::NotPresent) => return None,
         Err(VarError::NotUnicode(raw)) => {
@@ -28,10 +44,9 @@ pub fn read<T>(name: &str, accepts: &str, parse: impl FnOnce(&str) -> Option<T>)
     value
 }
 
-/// A switch that is on unless its knob is `0`: `1` or unset mean on, anything else is
-/// refused (on, with a warning).
-pub fn on_unless_zero(name: &str) -> bool {
-    read(name, "0 (off) or 1 (on, the default)", |v| match v {
+/// [`on_unless_zero`] given the variable's value.
+fn switch(name: &str, var: Result<String, VarError>) -> bool {
+    judge(name, var, "0 (off) or 1 (on, the default)", |v| match v {
         "0" => Some(false),
         "1" => Some(true),
         _ => None,
@@ -52,33 +67,37 @@ fn refused(name: &str, value: &str, accepts: &str) {
 mod tests {
     use super::*;
 
-    // Each test sets variables of its own name, so tests running at once do not meet.
+    fn set(v: &str) -> Result<String, VarError> {
+        Ok(v.to_string())
+    }
 
     #[test]
     fn unset_valid_and_refused_values() {
         let parse = |v: &str| v.parse::<u32>().ok().filter(|&c| c <= 2);
-        assert_eq!(read("CUZK_TEST_KNOB_UNSET", "0..=2", parse), None);
-        std::env::set_var("CUZK_TEST_KNOB_VALID", " 2\n");
-        assert_eq!(read("CUZK_TEST_KNOB_VALID", "0..=2", parse), Some(2));
+        assert_eq!(judge("K", Err(VarError::NotPresent), "0..=2", parse), None);
+        assert_eq!(judge("K", set(" 2\n"), "0..=2", parse), Some(2));
+        assert_eq!(judge("K", set("0"), "0..=2", parse), Some(0));
         for bad in ["3", "two", ""] {
-            std::env::set_var("CUZK_TEST_KNOB_REFUSED", bad);
-            assert_eq!(
-                read("CUZK_TEST_KNOB_REFUSED", "0..=2", parse),
-                None,
-                "{bad:?}"
-            );
+            assert_eq!(judge("K", set(bad), "0..=2", parse), None, "{bad:?}");
         }
+        let not_unicode = std::ffi::OsString::from("2");
+        assert_eq!(
+            judge("K", Err(VarError::NotUnicode(not_unicode)), "0..=2", parse),
+            None
+        );
+        // an unset variable reads as unset through the environment too
+        assert_eq!(read("CUZK_TEST_KNOB_NEVER_SET", "0..=2", parse), None);
     }
 
     #[test]
     fn switches_are_on_unless_zero() {
-        assert!(on_unless_zero("CUZK_TEST_SWITCH_UNSET"));
-        std::env::set_var("CUZK_TEST_SWITCH_OFF", "0");
-        assert!(!on_unless_zero("CUZK_TEST_SWITCH_OFF"));
-        std::env::set_var("CUZK_TEST_SWITCH_ON", "1");
-        assert!(on_unless_zero("CUZK_TEST_SWITCH_ON"));
-        // "off" is not a value this switch knows: refused, so the default (on) applies
-        std::env::set_var("CUZK_TEST_SWITCH_TYPO", "off");
-        assert!(on_unless_zero("CUZK_TEST_SWITCH_TYPO"));
+        assert!(switch("S", Err(VarError::NotPresent)));
+        assert!(!switch("S", set("0")));
+        assert!(!switch("S", set(" 0 ")));
+        assert!(switch("S", set("1")));
+        // "off" is not a value a switch knows: refused, so the default (on) applies (before
+        // stop 35 any value but 0 meant on, silently)
+        assert!(switch("S", set("off")));
+        assert!(on_unless_zero("CUZK_TEST_SWITCH_NEVER_SET"));
     }
 }
