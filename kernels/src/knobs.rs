@@ -1,13 +1,54 @@
 //! Environment knobs: variables that override a default for measurements (`CUZK_NTT_COLS`,
 //! `CUZK_NTT_TOP`, `CUZK_NTT_FUSE_REV`, `CUZK_H_NEGACYCLIC`, `CUZK_MSM_G2_PAIR`,
 //! `CUZK_MSM_CHUNK_LOG`, `CUZK_MSM_SCATTER`, and the engine's `CUZK_MSM_SORT_ONCE`). None of
-//! them changes a result, only how it is computed; their callers read each once per process.
+//! them changes a result, only how it is computed. Each is a `static` [`Knob`], read once per
+//! process, at its first use.
 //!
 //! A value a knob does not accept is ignored with a warning that names the knob, the value and
 //! what the knob accepts, so that a mistyped setting (`CUZK_NTT_TOP=off`, which used to mean
 //! "on") cannot pass silently for a measurement of the setting it meant.
 
 use std::env::VarError;
+use std::sync::OnceLock;
+
+/// A knob's value, read from the environment at the first [`Knob::get`] or
+/// [`Knob::switch`] and kept for the process (so a transform or an MSM does not read the
+/// environment each time). Declare one `static` per knob.
+pub struct Knob<T>(OnceLock<T>);
+
+impl<T: Copy> Knob<T> {
+    /// A knob not read yet.
+    pub const fn new() -> Self {
+        Knob(OnceLock::new())
+    }
+
+    /// The value of knob `name` by `parse` ([`read`]), else `default`; the same for the
+    /// process once read.
+    pub fn get(
+        &self,
+        name: &str,
+        accepts: &str,
+        default: T,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> T {
+        *self
+            .0
+            .get_or_init(|| read(name, accepts, parse).unwrap_or(default))
+    }
+}
+
+impl Knob<bool> {
+    /// [`on_unless_zero`] for knob `name`, read once.
+    pub fn switch(&self, name: &str) -> bool {
+        *self.0.get_or_init(|| on_unless_zero(name))
+    }
+}
+
+impl<T: Copy> Default for Knob<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// Knob `name` read by `parse` (given the value with surrounding white space trimmed):
 /// `None` when the variable is unset, or when it is set to a value `parse` refuses (or to
@@ -99,5 +140,15 @@ mod tests {
         // stop 35 any value but 0 meant on, silently)
         assert!(switch("S", set("off")));
         assert!(on_unless_zero("CUZK_TEST_SWITCH_NEVER_SET"));
+    }
+
+    #[test]
+    fn a_knob_is_read_once() {
+        static K: Knob<u32> = Knob::new();
+        assert_eq!(K.get("CUZK_TEST_KNOB_ONCE", "any", 7, |_| Some(1)), 7);
+        // read already: neither the default nor the parser is consulted again
+        assert_eq!(K.get("CUZK_TEST_KNOB_ONCE", "any", 9, |_| Some(2)), 7);
+        static S: Knob<bool> = Knob::new();
+        assert!(S.switch("CUZK_TEST_SWITCH_ONCE"));
     }
 }

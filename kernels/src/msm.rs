@@ -28,6 +28,7 @@ use group::Group;
 use crate::compile::{KernelModule, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE};
 use crate::device::{check_len, DeviceBuffer, GpuDevice, PciId};
 use crate::error::{Error, Result};
+use crate::knobs::Knob;
 use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
 
 /// Largest number of points one pipeline run handles; larger inputs are chunked. Measured
@@ -217,25 +218,24 @@ impl PairUse {
 /// depend on it; a chunk above [`MAX_CHUNK`] needs more scratch than [`msm_scratch_bytes`]
 /// says, about 17 GiB for 2^27 G1 points, and 27 was measured slower, see [`MAX_CHUNK`]).
 fn chunk_len() -> usize {
-    static CHUNK: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CHUNK.get_or_init(|| {
-        crate::knobs::read("CUZK_MSM_CHUNK_LOG", "a log2 from 16 to 27", |v| {
+    static CHUNK: Knob<usize> = Knob::new();
+    CHUNK.get(
+        "CUZK_MSM_CHUNK_LOG",
+        "a log2 from 16 to 27",
+        MAX_CHUNK,
+        |v| {
             let log = v.parse::<u32>().ok().filter(|l| (16..=27).contains(l))?;
             Some(1usize << log)
-        })
-        .unwrap_or(MAX_CHUNK)
-    })
+        },
+    )
 }
 
 /// Whether `CUZK_MSM_SCATTER=direct` forces `msm_scatter` where the tiled scatter applies
 /// (read once; for measurements: both give the same bucket lists).
 fn direct_scatter() -> bool {
-    static DIRECT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DIRECT.get_or_init(|| {
-        crate::knobs::read("CUZK_MSM_SCATTER", "direct", |v| {
-            (v == "direct").then_some(true)
-        })
-        .unwrap_or(false)
+    static DIRECT: Knob<bool> = Knob::new();
+    DIRECT.get("CUZK_MSM_SCATTER", "direct", false, |v| {
+        (v == "direct").then_some(true)
     })
 }
 
@@ -243,16 +243,18 @@ fn direct_scatter() -> bool {
 /// `acc` (the accumulation only) or `all` when the process first asked (for measurements;
 /// every form gives the same sums).
 fn pair_use() -> PairUse {
-    static PAIR: std::sync::OnceLock<PairUse> = std::sync::OnceLock::new();
-    *PAIR.get_or_init(|| {
-        crate::knobs::read("CUZK_MSM_G2_PAIR", "0, acc or all", |v| match v {
+    static PAIR: Knob<PairUse> = Knob::new();
+    PAIR.get(
+        "CUZK_MSM_G2_PAIR",
+        "0, acc or all",
+        PairUse::Auto,
+        |v| match v {
             "0" => Some(PairUse::None),
             "acc" => Some(PairUse::Accumulate),
             "all" => Some(PairUse::All),
             _ => None,
-        })
-        .unwrap_or(PairUse::Auto)
-    })
+        },
+    )
 }
 
 /// Window width c (bits) for n points: minimises windows x (n + 3 * 2^(c-1)), a count of

@@ -19,6 +19,7 @@ use ff::{Field, PrimeField};
 use crate::compile::NTT;
 use crate::device::{check_len, DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
+use crate::knobs::Knob;
 use crate::layout::{scalar_raw, FrRaw};
 
 /// Largest supported log2 size.
@@ -58,11 +59,6 @@ pub fn uses_top_table(log_n: u32) -> bool {
     (STAGE_BITS + 1..=TOP_BITS).contains(&log_n)
 }
 
-/// A setting read once per process from the environment: off only when set to `0`.
-fn switch(cell: &'static std::sync::OnceLock<bool>, name: &str) -> bool {
-    *cell.get_or_init(|| crate::knobs::on_unless_zero(name))
-}
-
 /// How a transform runs. The results never depend on it; the speed and the device memory
 /// do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,14 +86,14 @@ impl NttOptions {
     /// `CUZK_NTT_FUSE_REV=0` (the bit reversal as a pass of its own), `CUZK_H_NEGACYCLIC=0`
     /// (H by seven transforms always).
     pub fn from_env() -> Self {
-        static TOP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        static FUSE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        static NEGA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        static TOP: Knob<bool> = Knob::new();
+        static FUSE: Knob<bool> = Knob::new();
+        static NEGA: Knob<bool> = Knob::new();
         NttOptions {
             cols_log: cols_log(),
-            top_table: switch(&TOP, "CUZK_NTT_TOP"),
-            fused_reversal: switch(&FUSE, "CUZK_NTT_FUSE_REV"),
-            negacyclic_h: switch(&NEGA, "CUZK_H_NEGACYCLIC"),
+            top_table: TOP.switch("CUZK_NTT_TOP"),
+            fused_reversal: FUSE.switch("CUZK_NTT_FUSE_REV"),
+            negacyclic_h: NEGA.switch("CUZK_H_NEGACYCLIC"),
         }
     }
 
@@ -354,12 +350,9 @@ fn passes(log_n: u32, cols_log: u32) -> Vec<Pass> {
 /// `CUZK_NTT_COLS` (0, 1 or 2) when set and valid at the first NTT of the process, else
 /// [`DEFAULT_COLS_LOG`]. Read once: not on every transform.
 fn cols_log() -> u32 {
-    static COLS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *COLS.get_or_init(|| {
-        crate::knobs::read("CUZK_NTT_COLS", "0, 1 or 2", |v| {
-            v.parse::<u32>().ok().filter(|&c| c <= 2)
-        })
-        .unwrap_or(DEFAULT_COLS_LOG)
+    static COLS: Knob<u32> = Knob::new();
+    COLS.get("CUZK_NTT_COLS", "0, 1 or 2", DEFAULT_COLS_LOG, |v| {
+        v.parse::<u32>().ok().filter(|&c| c <= 2)
     })
 }
 

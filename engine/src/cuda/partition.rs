@@ -626,8 +626,8 @@ fn release<T: Send + 'static>(v: T, bytes: usize) {
 /// `CUZK_MSM_SORT_ONCE`: on unless `0` (read once; for measurements: both ways give the
 /// same proof).
 fn sort_once() -> bool {
-    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ONCE.get_or_init(|| cuzk_kernels::knobs::on_unless_zero("CUZK_MSM_SORT_ONCE"))
+    static ONCE: cuzk_kernels::knobs::Knob<bool> = cuzk_kernels::knobs::Knob::new();
+    ONCE.switch("CUZK_MSM_SORT_ONCE")
 }
 
 #[cfg(test)]
