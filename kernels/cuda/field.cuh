@@ -92,16 +92,17 @@ __constant__ u32 FR_R2[8] = {0xf3f29c6d, 0xc999e990, 0x87925c23, 0x2b6cedcb,
 // LOW_ONE: the modulus' two lowest words are 1 and 2^32 - 1 (Fr), so the reduction's first
 // product of each chain needs no multiply (eo_mad_n_redc).
 // SUM_HEADROOM: 4m < R (= 2^(32N)), so a sum of two products can share one reduction
-// (mul_sum); Fp has it (p < 2^381), Fr does not (r > 2^254).
+// (mul_sum); Fp has it (p < 2^381), Fr does not (r > 2^254). SUM4_HEADROOM: 5m < R, for four
+// (mul_sum4; 5p < 0.51 R).
 struct FpCfg {
-    enum { N = 12, LOW_ONE = 0, SUM_HEADROOM = 1 };
+    enum { N = 12, LOW_ONE = 0, SUM_HEADROOM = 1, SUM4_HEADROOM = 1 };
     static DEVI u32 m(int i) { return FP_MOD[i]; }
     static DEVI u32 one(int i) { return FP_ONE[i]; }
     static DEVI u32 r2(int i) { return FP_R2[i]; }
     static DEVI u32 inv() { return 0xfffcfffdu; }  // -p^-1 mod 2^32
 };
 struct FrCfg {
-    enum { N = 8, LOW_ONE = 1, SUM_HEADROOM = 0 };
+    enum { N = 8, LOW_ONE = 1, SUM_HEADROOM = 0, SUM4_HEADROOM = 0 };
     static DEVI u32 m(int i) { return FR_MOD[i]; }
     static DEVI u32 one(int i) { return FR_ONE[i]; }
     static DEVI u32 r2(int i) { return FR_R2[i]; }
@@ -465,6 +466,15 @@ MUL_FN Mont<C> operator*(Mont<C> a, Mont<C> b) {
     return r;
 }
 
+// One more operand product in a row of a sum of products: (even, odd) += c * di, the even
+// chain's carry into the odd accumulator's top word.
+template <int N>
+DEVI void eo_cmad_sum(u32* even, u32* odd, const u32* c, u32 di) {
+    eo_cmad_n<N>(odd, c + 1, di);
+    eo_cmad_n<N>(even, c, di);
+    odd[N - 1] = addc(odd[N - 1], 0);
+}
+
 // One row of mul_sum: eo_mad_n_redc with a second operand product c * di added before the
 // reduction. With 4m < R the accumulator stays below 4mB before each division by B, so its
 // word N (the odd accumulator's top) stays below 2^31 and the odd chains never carry out.
@@ -473,9 +483,7 @@ DEVI void eo_mad2_n_redc(u32* even, u32* odd, const u32* a, u32 bi, const u32* c
                          const u32* mod_even, const u32* mod_odd, bool first) {
     const int N = C::N;
     eo_mad_n_row<N>(even, odd, a, bi, first);
-    eo_cmad_n<N>(odd, c + 1, di);
-    eo_cmad_n<N>(even, c, di);
-    odd[N - 1] = addc(odd[N - 1], 0);
+    eo_cmad_sum<N>(even, odd, c, di);
     eo_redc_row<C>(even, odd, mod_even, mod_odd);
 }
 
@@ -495,6 +503,38 @@ DEVI Mont<C> mul_sum(Mont<C> a, Mont<C> b, Mont<C> c, Mont<C> d) {
     for (int i = 0; i < N; i += 2) {
         eo_mad2_n_redc<C>(even, odd, a.v, b.v[i], c.v, d.v[i], mod, mod + 1, i == 0);
         eo_mad2_n_redc<C>(odd, even, a.v, b.v[i + 1], c.v, d.v[i + 1], mod, mod + 1, false);
+    }
+    Mont<C> r;
+    mont_merge<C>(r, even, odd);
+    return r;
+}
+
+// (a b + c d + e f + g h) R^-1 mod m with one reduction: mul_sum's rows with four operand
+// products, five chains a row where two mul_sums take six. Needs C::SUM4_HEADROOM (5m < R;
+// Fp: 5p < 0.51 R): a row adds below 4mB of products and mB of reduction to an accumulator
+// below 5m, so before each division it is below 5m(B + 1) < B^(N + 1) and no chain carries
+// out of the odd accumulator's top word (every partial sum is below the whole); the result
+// is below (4m^2 + Rm) / R < 1.5m before the final subtraction. Operands below m.
+template <class C>
+DEVI Mont<C> mul_sum4(Mont<C> a, Mont<C> b, Mont<C> c, Mont<C> d, Mont<C> e, Mont<C> f, Mont<C> g,
+                      Mont<C> h) {
+    static_assert(C::SUM4_HEADROOM, "mul_sum4 needs 5m < R");
+    const int N = C::N;
+    u32 mod[N + 1];
+    mont_mod_words<C>(mod);
+    u32 even[N], odd[N + 1];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        eo_mad_n_row<N>(even, odd, a.v, b.v[i], i == 0);
+        eo_cmad_sum<N>(even, odd, c.v, d.v[i]);
+        eo_cmad_sum<N>(even, odd, e.v, f.v[i]);
+        eo_cmad_sum<N>(even, odd, g.v, h.v[i]);
+        eo_redc_row<C>(even, odd, mod, mod + 1);
+        eo_mad_n_row<N>(odd, even, a.v, b.v[i + 1], false);
+        eo_cmad_sum<N>(odd, even, c.v, d.v[i + 1]);
+        eo_cmad_sum<N>(odd, even, e.v, f.v[i + 1]);
+        eo_cmad_sum<N>(odd, even, g.v, h.v[i + 1]);
+        eo_redc_row<C>(odd, even, mod, mod + 1);
     }
     Mont<C> r;
     mont_merge<C>(r, even, odd);

@@ -24,6 +24,22 @@ DEVI Fp pair_mul_lane(const Fp& a, const Fp& b, const Fp& ao, const Fp& bo, bool
     return mul_sum(a, y, ao, w);
 }
 
+// Lane `odd` of a b + c d for Fp2 values, with one reduction: both products' lane forms (as
+// pair_mul_lane selects them) in one mul_sum4 (Fp has 5p < R), where two products and a sum
+// take two mul_sums. Given the partner's parts ao, bo, co, dO.
+DEVI Fp pair_mul_sum_lane(const Fp& a, const Fp& b, const Fp& ao, const Fp& bo, const Fp& c, const Fp& d,
+                          const Fp& co, const Fp& dO, bool odd) {
+    Fp nbo = neg(bo), ndo = neg(dO), y, w, y2, w2;
+#pragma unroll
+    for (int i = 0; i < Fp::N; i++) {
+        y.v[i] = odd ? bo.v[i] : b.v[i];
+        w.v[i] = odd ? b.v[i] : nbo.v[i];
+        y2.v[i] = odd ? dO.v[i] : d.v[i];
+        w2.v[i] = odd ? d.v[i] : ndo.v[i];
+    }
+    return mul_sum4(a, y, ao, w, c, y2, co, w2);
+}
+
 // Lane `odd` of a^2: c0 = (a0 + a1)(a0 - a1) on the even lane, c1 = (a1 + a1) a0 on the odd.
 DEVI Fp pair_sqr_lane(const Fp& a, const Fp& ao, bool odd) {
     Fp d = a - ao, s, y;
@@ -53,7 +69,7 @@ DEVI Fp pair_swap(const Fp& x) {
 }
 
 // This lane's half of an Fp2 value (see the top of the file). Has the interface the point
-// formulas of curve.cuh use (zero, one, is_zero, +, -, neg, dbl, *, sqr, mul2), so
+// formulas of curve.cuh use (zero, one, is_zero, +, -, neg, dbl, *, sqr, mul2, mul_sub), so
 // Xyzz<Fp2Pair> and Affine<Fp2Pair> run them unchanged; is_zero is a vote of the pair.
 struct Fp2Pair {
     Fp v;
@@ -68,6 +84,15 @@ DEVI Fp2Pair neg(const Fp2Pair& a) { return Fp2Pair{neg(a.v)}; }
 DEVI Fp2Pair dbl(const Fp2Pair& a) { return Fp2Pair{dbl(a.v)}; }
 DEVI Fp2Pair operator*(const Fp2Pair& a, const Fp2Pair& b) {
     return Fp2Pair{pair_mul_lane(a.v, b.v, pair_swap(a.v), pair_swap(b.v), pair_odd())};
+}
+// a b + c d with one reduction a lane (pair_mul_sum_lane).
+DEVI Fp2Pair mul_sum(const Fp2Pair& a, const Fp2Pair& b, const Fp2Pair& c, const Fp2Pair& d) {
+    return Fp2Pair{pair_mul_sum_lane(a.v, b.v, pair_swap(a.v), pair_swap(b.v), c.v, d.v, pair_swap(c.v),
+                                     pair_swap(d.v), pair_odd())};
+}
+// a b - c d, the form of every point formula's Y3 (curve.cuh's mul_sub), as one mul_sum.
+DEVI Fp2Pair mul_sub(const Fp2Pair& a, const Fp2Pair& b, const Fp2Pair& c, const Fp2Pair& d) {
+    return mul_sum(a, b, c, neg(d));
 }
 DEVI Fp2Pair sqr(const Fp2Pair& a) { return Fp2Pair{pair_sqr_lane(a.v, pair_swap(a.v), pair_odd())}; }
 DEVI void mul2(Fp2Pair& r1, Fp2Pair& r2, const Fp2Pair& a1, const Fp2Pair& b1, const Fp2Pair& a2,

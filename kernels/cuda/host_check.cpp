@@ -4,9 +4,10 @@
 // and the word "mul2-mismatch" when the interleaved pair (mul2, compiled as in the modules that
 // define PAIRED_PRODUCTS) differs from the lone products, and "f64-mismatch" when the FP64-pipe
 // product (field_f64.cuh) differs from a*b, and "sqr-mismatch" when the dedicated square
-// (sqr_dedicated) differs from a*a, and "sum-mismatch" when the sum of two products with one
-// reduction (mul_sum, Fp) differs from the products, and "pair-mismatch" when a lane-pair Fp2
-// product or square (fp2_pair.cuh) differs from the Fp2 one, and "lazy-mismatch" when the lazy Fr
+// (sqr_dedicated) differs from a*a, and "sum-mismatch" / "sum4-mismatch" when the sum of two
+// / four products with one reduction (mul_sum, mul_sum4, Fp) differs from the products, and
+// "pair-mismatch" when a lane-pair Fp2 product, square or sum of two products (fp2_pair.cuh)
+// differs from the Fp2 one, and "lazy-mismatch" when the lazy Fr
 // operations (fr_mul_lazy, fr_add_lazy, fr_sub_lazy on values in [0, 2r)) go wrong. Compile with -frounding-math (the FP64 products'
 // round-toward-zero FMA sets the rounding mode per call here).
 #include <cfenv>
@@ -68,6 +69,14 @@ static void check_sum(const Fp& x, const Fp& y) {
     if (!mul_sum(x, y, y, x).eq(x * y + y * x) || !mul_sum(x, x, y, ny).eq(x * x - y * y) ||
         !mul_sum(x, y, x, neg(y)).is_zero() || !mul_sum(ny, ny, ny, ny).eq(y * y + y * y))
         printf(" sum-mismatch");
+    // mul_sum4, with the largest operands where x or y is p - 1 or 1 (an edge line)
+    Fp nx = neg(x);
+    if (!mul_sum4(x, y, y, x, nx, ny, ny, nx).eq(x * y + y * x + nx * ny + ny * nx) ||
+        !mul_sum4(x, x, x, x, y, y, y, y).eq(sqr(x) + sqr(x) + sqr(y) + sqr(y)) ||
+        !mul_sum4(nx, nx, nx, nx, ny, ny, ny, ny).eq(sqr(nx) + sqr(nx) + sqr(ny) + sqr(ny)) ||
+        !mul_sum4(x, y, x, ny, y, x, y, nx).is_zero() ||
+        !mul_sum4(x, x, y, ny, x, y, nx, y).eq(x * x - y * y + x * y - x * y))
+        printf(" sum4-mismatch");
 }
 static void check_sum(const Fr&, const Fr&) {}
 // "pair-mismatch" when the two lanes of a lane-pair Fp2 product or square (fp2_pair.cuh) differ
@@ -78,10 +87,19 @@ static bool pair_agrees(const Fp2& a, const Fp2& b) {
            pair_mul_lane(a.c1, b.c1, a.c0, b.c0, true).eq(p.c1) &&
            pair_sqr_lane(a.c0, a.c1, false).eq(q.c0) && pair_sqr_lane(a.c1, a.c0, true).eq(q.c1);
 }
+// ... and when the lanes of a b + c d with one reduction (pair_mul_sum_lane) differ from the
+// Fp2 products' sum.
+static bool pair_sum_agrees(const Fp2& a, const Fp2& b, const Fp2& c, const Fp2& d) {
+    Fp2 s = a * b + c * d;
+    return pair_mul_sum_lane(a.c0, b.c0, a.c1, b.c1, c.c0, d.c0, c.c1, d.c1, false).eq(s.c0) &&
+           pair_mul_sum_lane(a.c1, b.c1, a.c0, b.c0, c.c1, d.c1, c.c0, d.c0, true).eq(s.c1);
+}
 static void check_pair(const Fp& x, const Fp& y) {
     Fp z = Fp::zero();
-    if (!pair_agrees(Fp2{x, y}, Fp2{y, x}) || !pair_agrees(Fp2{x, neg(y)}, Fp2{neg(x), y}) ||
-        !pair_agrees(Fp2{x, z}, Fp2{z, y}) || !pair_agrees(Fp2{y, y}, Fp2{x, x}))
+    Fp2 u{x, y}, v{y, x}, w{x, neg(y)}, t{neg(x), y}, k{x, z}, l{z, y};
+    if (!pair_agrees(u, v) || !pair_agrees(w, t) || !pair_agrees(k, l) || !pair_agrees(Fp2{y, y}, Fp2{x, x}) ||
+        !pair_sum_agrees(u, v, w, t) || !pair_sum_agrees(t, t, w, w) || !pair_sum_agrees(k, l, u, neg(v)) ||
+        !pair_sum_agrees(u, v, u, neg(v)))
         printf(" pair-mismatch");
 }
 static void check_pair(const Fr&, const Fr&) {}

@@ -343,8 +343,10 @@ const SCATTER_PPT: usize = 16;
 const SCATTER_THREADS: u32 = 1024;
 
 /// Most bins a window may have for `msm_scatter_tiled` (its per-bin counters and slabs live
-/// in shared memory); a window with more bins, or none (s = 0), takes `msm_scatter`.
-const SCATTER_TILED_MAX_BINS: usize = 4096;
+/// in shared memory); a window with more bins, or none (s = 0), takes `msm_scatter`. 8192
+/// bins (a 2^27 random G1 chunk: 256 entries a bucket, 64 buckets a bin) take 224 KiB with
+/// slabs of 4, within an H200's 227 KiB a block; 2^26 chunks have 4096.
+const SCATTER_TILED_MAX_BINS: usize = 8192;
 
 /// Largest slab (entries of one bin a tile holds in shared memory) `msm_scatter_tiled` takes.
 const SCATTER_MAX_SLAB_LOG: u32 = 6;
@@ -1282,9 +1284,16 @@ mod tests {
         assert_eq!(scatter_slab_log(7, 4096, 1e6, 232_448), Some(3));
         // no bins (s = 0), too many, or too little shared memory: msm_scatter
         assert_eq!(scatter_slab_log(0, 4096, 4.0, 232_448), None);
-        assert_eq!(scatter_slab_log(6, 8192, 4.0, 232_448), None);
+        // a random 2^27 G1 chunk: 8192 bins a window, about 2 entries a bin a tile; slabs of
+        // 4 (224 KiB) fit an H200, 8 do not; 16384 bins never take the tiled scatter
+        let per_bin = scatter_per_bin(13 << 27, 1 << 27, 13, 8192);
+        assert!((per_bin - 2.0).abs() < 1e-9);
+        assert_eq!(scatter_slab_log(6, 8192, per_bin, 232_448), Some(2));
+        assert_eq!(scatter_slab_log(6, 8192, 4.0, 232_448), Some(2));
+        assert_eq!(scatter_slab_log(6, 8192, per_bin, 101_376), None);
+        assert_eq!(scatter_slab_log(5, 16384, 1.0, 1 << 30), None);
         assert_eq!(scatter_slab_log(7, 4096, 4.0, 49_152), None);
-        for nbw in [1, 2, 64, 512, 1000, 4096] {
+        for nbw in [1, 2, 64, 512, 1000, 4096, 8192] {
             for per_bin in [0.0, 1.0, 3.0, 17.0, 1e9] {
                 for bytes in (0..300_000).step_by(4999) {
                     if let Some(l) = scatter_slab_log(3, nbw, per_bin, bytes) {
