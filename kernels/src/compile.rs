@@ -116,7 +116,8 @@ pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
 };
 /// G2 `msm_accumulate_g2`, `msm_fix_round_g2`, `msm_fix_store_g2`, the lane-pair forms
 /// `msm_accumulate_pair_g2`, `msm_fix_round_pair_g2` and `msm_segments_pair_g2` (`fp2_pair.cuh`,
-/// `msm_pair.cu`), and `curve_madd_rate_g2`, everything inlined as in
+/// `msm_pair.cu`; their point formulas' Y3 = a b - c d is one `mul_sum4` a lane: G2 2^24
+/// accumulation 307.4-310.1 -> 295.3-297.1 ms on an H200, stop 36), and `curve_madd_rate_g2`, everything inlined as in
 /// [`MSM_G1_ACCUMULATE`] (ptxas: 256-byte stack with some spills, against a 1760-byte stack
 /// out of line).
 pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {

@@ -32,9 +32,11 @@ use crate::knobs::Knob;
 use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
 
 /// Largest number of points one pipeline run handles; larger inputs are chunked. Measured
-/// on an H200 (stop 35, docs/benchmarks.md): one 2^27 chunk made a 32 GiB partition's H MSM
-/// slower (842-850 ms against 792), since its windows have more bins than the tiled scatter
-/// takes, though it saves the second chunk's window and piece sums.
+/// on an H200 (docs/benchmarks.md): one 2^27 chunk saves the second chunk's window and piece
+/// sums (15.7 ms) and 6.8 ms of accumulation, but its 8192 bins a window scatter with twice
+/// the L2 requests an entry (slabs of 4 where 2^26 chunks fill slabs of 8): 57-67 ms
+/// against 2 x 15.8 (stop 36; untiled, stop 35: 104-109). A 32 GiB partition's H MSM took
+/// 795.5-796.9 ms as one chunk against 794.3-794.7 as two, for about 8 GiB more scratch.
 pub const MAX_CHUNK: usize = 1 << 26;
 
 /// A curve group the MSM kernels are instantiated for.
@@ -216,7 +218,7 @@ impl PairUse {
 /// Points a chunk of [`GpuDevice::msm_at`]: [`MAX_CHUNK`], unless `CUZK_MSM_CHUNK_LOG` was
 /// a log2 in 16..=27 when the process first asked (for measurements: the result does not
 /// depend on it; a chunk above [`MAX_CHUNK`] needs more scratch than [`msm_scratch_bytes`]
-/// says, about 17 GiB for 2^27 G1 points, and 27 was measured slower, see [`MAX_CHUNK`]).
+/// says, about 17 GiB for 2^27 G1 points, and 27 was measured no faster, see [`MAX_CHUNK`]).
 fn chunk_len() -> usize {
     static CHUNK: Knob<usize> = Knob::new();
     CHUNK.get(
