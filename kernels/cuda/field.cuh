@@ -487,6 +487,25 @@ DEVI void eo_mad2_n_redc(u32* even, u32* odd, const u32* a, u32 bi, const u32* c
     eo_redc_row<C>(even, odd, mod_even, mod_odd);
 }
 
+// The CIOS frame of a sum of products with one reduction: `row(even, odd, i, mod, first)`
+// adds the operand products of b_i (and the like) and reduces once; rows alternate the two
+// accumulators' roles as in mont_mul_unreduced; the result reduced once.
+template <class C, class Row>
+DEVI Mont<C> mont_sum_rows(Row row) {
+    const int N = C::N;
+    u32 mod[N + 1];
+    mont_mod_words<C>(mod);
+    u32 even[N], odd[N + 1];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        row(even, odd, i, mod, i == 0);
+        row(odd, even, i + 1, mod, false);
+    }
+    Mont<C> r;
+    mont_merge<C>(r, even, odd);
+    return r;
+}
+
 // (a b + c d) R^-1 mod m with one reduction (the technique of sppark's dot_n_redc): each
 // row adds a * b_i and c * d_i, then reduces once, so the pair costs three chains a row
 // where two products cost four. Needs C::SUM_HEADROOM (4m < R): the result is below
@@ -495,18 +514,9 @@ DEVI void eo_mad2_n_redc(u32* even, u32* odd, const u32* a, u32 bi, const u32* c
 template <class C>
 DEVI Mont<C> mul_sum(Mont<C> a, Mont<C> b, Mont<C> c, Mont<C> d) {
     static_assert(C::SUM_HEADROOM, "mul_sum needs 4m < R");
-    const int N = C::N;
-    u32 mod[N + 1];
-    mont_mod_words<C>(mod);
-    u32 even[N], odd[N + 1];
-#pragma unroll
-    for (int i = 0; i < N; i += 2) {
-        eo_mad2_n_redc<C>(even, odd, a.v, b.v[i], c.v, d.v[i], mod, mod + 1, i == 0);
-        eo_mad2_n_redc<C>(odd, even, a.v, b.v[i + 1], c.v, d.v[i + 1], mod, mod + 1, false);
-    }
-    Mont<C> r;
-    mont_merge<C>(r, even, odd);
-    return r;
+    return mont_sum_rows<C>([&](u32* even, u32* odd, int i, const u32* mod, bool first) {
+        eo_mad2_n_redc<C>(even, odd, a.v, b.v[i], c.v, d.v[i], mod, mod + 1, first);
+    });
 }
 
 // (a b + c d + e f + g h) R^-1 mod m with one reduction: mul_sum's rows with four operand
@@ -519,26 +529,14 @@ template <class C>
 DEVI Mont<C> mul_sum4(Mont<C> a, Mont<C> b, Mont<C> c, Mont<C> d, Mont<C> e, Mont<C> f, Mont<C> g,
                       Mont<C> h) {
     static_assert(C::SUM4_HEADROOM, "mul_sum4 needs 5m < R");
-    const int N = C::N;
-    u32 mod[N + 1];
-    mont_mod_words<C>(mod);
-    u32 even[N], odd[N + 1];
-#pragma unroll
-    for (int i = 0; i < N; i += 2) {
-        eo_mad_n_row<N>(even, odd, a.v, b.v[i], i == 0);
+    return mont_sum_rows<C>([&](u32* even, u32* odd, int i, const u32* mod, bool first) {
+        const int N = C::N;
+        eo_mad_n_row<N>(even, odd, a.v, b.v[i], first);
         eo_cmad_sum<N>(even, odd, c.v, d.v[i]);
         eo_cmad_sum<N>(even, odd, e.v, f.v[i]);
         eo_cmad_sum<N>(even, odd, g.v, h.v[i]);
         eo_redc_row<C>(even, odd, mod, mod + 1);
-        eo_mad_n_row<N>(odd, even, a.v, b.v[i + 1], false);
-        eo_cmad_sum<N>(odd, even, c.v, d.v[i + 1]);
-        eo_cmad_sum<N>(odd, even, e.v, f.v[i + 1]);
-        eo_cmad_sum<N>(odd, even, g.v, h.v[i + 1]);
-        eo_redc_row<C>(odd, even, mod, mod + 1);
-    }
-    Mont<C> r;
-    mont_merge<C>(r, even, odd);
-    return r;
+    });
 }
 
 // Two independent Montgomery products, r1 = a1 b1 and r2 = a2 b2, with their rows
