@@ -187,15 +187,45 @@ fn b_msm<C: MsmCurve>(
     }
 }
 
+/// `CUZK_MSM_PROFILE=1` (as for the MSMs' steps): the steps that build a query's scalars,
+/// each timed apart on stderr with the device synchronised after it (slower, for
+/// measurements only).
+struct Steps {
+    on: bool,
+    query: &'static str,
+    last: Instant,
+}
+
+impl Steps {
+    fn new(query: &'static str) -> Self {
+        Steps {
+            on: std::env::var_os("CUZK_MSM_PROFILE").is_some(),
+            query,
+            last: Instant::now(),
+        }
+    }
+
+    /// Prints the time since the last mark as `step`'s.
+    fn mark(&mut self, dev: &GpuDevice, step: &str) {
+        if self.on {
+            let _ = dev.synchronize();
+            eprintln!("query {} {step}: {:.2?}", self.query, self.last.elapsed());
+            self.last = Instant::now();
+        }
+    }
+}
+
 /// `head` from the host followed by the elements of `aux` (on the device) selected by
 /// `words`, in a new buffer of `len` elements. Errors when the counts do not add up to `len`.
 fn head_then_selected(
     dev: &GpuDevice,
+    steps: &mut Steps,
     head: &[Scalar],
     aux: Option<&DeviceBuffer<Scalar>>,
     words: &[u64],
     len: usize,
 ) -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
+    steps.mark(dev, "before");
     let Some(mut buf) = alloc(dev, len)? else {
         let selected: usize = words.iter().map(|w| w.count_ones() as usize).sum();
         if head.is_empty() && (aux.is_none() || selected == 0) {
@@ -207,11 +237,14 @@ fn head_then_selected(
             got: head.len() + selected,
         });
     };
+    steps.mark(dev, "alloc");
     dev.copy_to_device_at(head, &mut buf, 0)?;
+    steps.mark(dev, "inputs copied");
     let written = match aux {
         Some(aux) => dev.fr_compact(aux, words, &mut buf, head.len())?,
         None => 0,
     };
+    steps.mark(dev, "compact");
     if head.len() + written != len {
         return Err(cuzk_kernels::Error::Length {
             op: "query scalars (inputs + selected aux)",
@@ -494,15 +527,29 @@ pub fn prove_msms(
         })?;
 
         let a_sum = phase(dev, partition, "msm_a", &mut t.msm_a, || {
-            let scalars = head_then_selected(dev, &input, d_aux.as_ref(), &a_words, lens.a)?;
-            match &scalars {
+            let mut steps = Steps::new("A");
+            let scalars =
+                head_then_selected(dev, &mut steps, &input, d_aux.as_ref(), &a_words, lens.a)?;
+            let sum = match &scalars {
                 Some(s) => dev.msm(&srs.a, 0..lens.a, s),
                 None => Ok(Group::identity()),
-            }
+            };
+            steps.mark(dev, "msm");
+            drop(scalars);
+            steps.mark(dev, "freed");
+            sum
         })?;
 
         let b_scalars = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
-            head_then_selected(dev, &b_inputs, d_aux.as_ref(), &b_words, lens.b_g1)
+            let mut steps = Steps::new("B");
+            head_then_selected(
+                dev,
+                &mut steps,
+                &b_inputs,
+                d_aux.as_ref(),
+                &b_words,
+                lens.b_g1,
+            )
         })?;
         drop(d_aux); // aux values: every query's scalars are built
 
