@@ -35,6 +35,7 @@ pub mod layout;
 pub mod msm;
 pub mod ntt;
 pub mod probe;
+pub mod profile;
 pub mod reference;
 pub mod staging;
 pub mod testdata;

@@ -30,6 +30,7 @@ use crate::device::{check_len, DeviceBuffer, GpuDevice, PciId};
 use crate::error::{Error, Result};
 use crate::knobs::Knob;
 use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
+use crate::profile::{msm_profile, Steps};
 
 /// Largest number of points one pipeline run handles; larger inputs are chunked. Measured
 /// on an H200 (docs/benchmarks.md): one 2^27 chunk saves the second chunk's window and piece
@@ -446,45 +447,10 @@ impl std::fmt::Debug for SortedScalars {
     }
 }
 
-/// `CUZK_MSM_PROFILE=1`: the time of each step of a chunk on stderr, the device synchronised
-/// after each (so the steps are timed apart, and the MSM runs slower).
-struct Marks {
-    on: bool,
-    what: &'static str,
-    n: usize,
-    last: std::time::Instant,
-}
-
-impl Marks {
-    fn new(what: &'static str, n: usize) -> Self {
-        Marks {
-            on: std::env::var_os("CUZK_MSM_PROFILE").is_some(),
-            what,
-            n,
-            last: std::time::Instant::now(),
-        }
-    }
-
-    /// Prints the time since the last mark as `phase`'s.
-    fn mark(&mut self, dev: &GpuDevice, phase: &str) {
-        if self.on {
-            let _ = dev.stream().synchronize();
-            eprintln!(
-                "msm {} n={} {phase}: {:.2?}",
-                self.what,
-                self.n,
-                self.last.elapsed()
-            );
-            self.last = std::time::Instant::now();
-        }
-    }
-
-    /// Prints a line about the chunk.
-    fn note(&self, line: &str) {
-        if self.on {
-            eprintln!("msm {} n={} {line}", self.what, self.n);
-        }
-    }
+/// `CUZK_MSM_PROFILE`: the time of each step of a chunk ([`crate::profile`]), labelled
+/// `msm <what> n=<points>`.
+fn marks(what: &'static str, n: usize) -> Steps {
+    Steps::new(msm_profile(), || format!("msm {what} n={n}"))
 }
 
 fn cfg(threads: usize, block: u32) -> LaunchConfig {
@@ -698,7 +664,7 @@ impl GpuDevice {
                 lists: None,
             });
         }
-        let mut marks = Marks::new("sort", len);
+        let mut marks = marks("sort", len);
         let lists = self.bucket_lists::<G1>(scalars.view(range), &mut marks)?;
         Ok(SortedScalars { pci, len, lists })
     }
@@ -727,7 +693,7 @@ impl GpuDevice {
         }
         match (&sorted.lists, bases.buf.as_ref()) {
             (Some(lists), Some(buf)) => {
-                let mut marks = Marks::new(C::NAME, range.len());
+                let mut marks = marks(C::NAME, range.len());
                 self.reduce_lists::<C>(buf.view(range), lists, &mut marks)
             }
             // no scalars, or every scalar zero (an empty range when there are no bases)
@@ -740,7 +706,7 @@ impl GpuDevice {
         bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
         scalars: CudaView<'_, FrRaw>,
     ) -> Result<C::Projective> {
-        let mut marks = Marks::new(C::NAME, scalars.len());
+        let mut marks = marks(C::NAME, scalars.len());
         match self.bucket_lists::<C>(scalars, &mut marks)? {
             Some(lists) => self.reduce_lists::<C>(bases, &lists, &mut marks),
             None => Ok(C::Projective::identity()),
@@ -753,7 +719,7 @@ impl GpuDevice {
     fn bucket_lists<C: MsmCurve>(
         &self,
         scalars: CudaView<'_, FrRaw>,
-        marks: &mut Marks,
+        marks: &mut Steps,
     ) -> Result<Option<BucketLists>> {
         let n = scalars.len();
         let n32 = n as u32;
@@ -784,7 +750,7 @@ impl GpuDevice {
         let nbuckets = nw as usize * nb;
         let nbuckets32 = nbuckets as u32;
         marks.mark(self, "scalars");
-        marks.note(&format!("plan: c={c}, {nw} windows"));
+        marks.note(format_args!("plan: c={c}, {nw} windows"));
 
         // 2. histogram of bucket sizes
         let mut counts = alloc_u32(nbuckets)?;
@@ -961,7 +927,7 @@ impl GpuDevice {
         &self,
         bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
         lists: &BucketLists,
-        marks: &mut Marks,
+        marks: &mut Steps,
     ) -> Result<C::Projective> {
         let stream = self.stream().clone();
         let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));

@@ -21,6 +21,7 @@ use crate::device::{check_len, DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
 use crate::knobs::Knob;
 use crate::layout::{scalar_raw, FrRaw};
+use crate::profile::{ntt_profile, Steps};
 
 /// Largest supported log2 size.
 pub const MAX_LOG_SIZE: u32 = 28;
@@ -792,17 +793,9 @@ impl GpuDevice {
             (Some(_), Some(_)) => FLAG_COSET_LOW | (last_stages << LOW_SHIFT),
             _ => 0,
         };
-        // CUZK_NTT_PROFILE=1 prints the time of each kernel (synchronising after each)
-        let profile = std::env::var_os("CUZK_NTT_PROFILE").is_some();
-        let mut last = std::time::Instant::now();
-        let mut mark = |what: String| {
-            if profile {
-                let _ = self.stream().synchronize();
-                eprintln!("ntt 2^{log_n} {what}: {:.2?}", last.elapsed());
-                last = std::time::Instant::now();
-            }
-        };
-        mark("start".into());
+        // CUZK_NTT_PROFILE prints the time of each kernel (crate::profile)
+        let mut steps = Steps::new(ntt_profile(), || format!("ntt 2^{log_n}"));
+        steps.mark(self, "start");
         let dif = order.dif();
         if dif {
             // the transposed network: the last pass first
@@ -811,7 +804,7 @@ impl GpuDevice {
         let mut via = via.filter(|v| order.reverses() && plan.len() >= 2 && v.len() == data.len());
         if order.reverses() && via.is_none() && !dif {
             self.bit_reverse(data, log_n)?;
-            mark("bitrev".into());
+            steps.mark(self, "bitrev");
         }
         let name = match (dif, coset.is_some()) {
             (false, false) => "ntt_pass",
@@ -852,11 +845,14 @@ impl GpuDevice {
                 None => (&mut data.inner, None),
             };
             self.launch_pass(&pass_fn, dst, src, log_n, p, flags, &tables)?;
-            mark(format!("pass s={} k={} c={} flags={flags}", p.s, p.k, p.c));
+            steps.mark(
+                self,
+                format_args!("pass s={} k={} c={} flags={flags}", p.s, p.k, p.c),
+            );
         }
         if order.reverses() && via.is_none() && dif {
             self.bit_reverse(data, log_n)?;
-            mark("bitrev".into());
+            steps.mark(self, "bitrev");
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use blstrs::{G2Affine, G2Projective, Scalar};
 use cuzk_kernels::msm::MAX_CHUNK;
+use cuzk_kernels::profile::{msm_profile, Steps};
 use cuzk_kernels::{Bases, DeviceBuffer, GpuDevice, MsmCurve, PciId, SortedScalars, Staging};
 use cuzk_pce::{Assignment, Density};
 use ff::Field;
@@ -187,34 +188,6 @@ fn b_msm<C: MsmCurve>(
     }
 }
 
-/// `CUZK_MSM_PROFILE=1` (as for the MSMs' steps): the steps that build a query's scalars,
-/// each timed apart on stderr with the device synchronised after it (slower, for
-/// measurements only).
-struct Steps {
-    on: bool,
-    query: &'static str,
-    last: Instant,
-}
-
-impl Steps {
-    fn new(query: &'static str) -> Self {
-        Steps {
-            on: std::env::var_os("CUZK_MSM_PROFILE").is_some(),
-            query,
-            last: Instant::now(),
-        }
-    }
-
-    /// Prints the time since the last mark as `step`'s.
-    fn mark(&mut self, dev: &GpuDevice, step: &str) {
-        if self.on {
-            let _ = dev.synchronize();
-            eprintln!("query {} {step}: {:.2?}", self.query, self.last.elapsed());
-            self.last = Instant::now();
-        }
-    }
-}
-
 /// `head` from the host followed by the elements of `aux` (on the device) selected by
 /// `words`, in a new buffer of `len` elements. Errors when the counts do not add up to `len`.
 fn head_then_selected(
@@ -225,7 +198,6 @@ fn head_then_selected(
     words: &[u64],
     len: usize,
 ) -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
-    steps.mark(dev, "before");
     let Some(mut buf) = alloc(dev, len)? else {
         let selected: usize = words.iter().map(|w| w.count_ones() as usize).sum();
         if head.is_empty() && (aux.is_none() || selected == 0) {
@@ -527,7 +499,7 @@ pub fn prove_msms(
         })?;
 
         let a_sum = phase(dev, partition, "msm_a", &mut t.msm_a, || {
-            let mut steps = Steps::new("A");
+            let mut steps = query_steps("A");
             let scalars =
                 head_then_selected(dev, &mut steps, &input, d_aux.as_ref(), &a_words, lens.a)?;
             let sum = match &scalars {
@@ -541,7 +513,7 @@ pub fn prove_msms(
         })?;
 
         let b_scalars = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
-            let mut steps = Steps::new("B");
+            let mut steps = query_steps("B");
             head_then_selected(
                 dev,
                 &mut steps,
@@ -668,6 +640,13 @@ fn release<T: Send + 'static>(v: T, bytes: usize) {
     let _ = std::thread::Builder::new()
         .name("cuzk-free".into())
         .spawn(move || drop(v));
+}
+
+/// `CUZK_MSM_PROFILE`: the steps that build a query's scalars (allocation, the inputs' copy,
+/// the compaction, the MSM, the free), timed apart as the MSMs' steps are
+/// ([`cuzk_kernels::profile`]), labelled `query <name>`.
+fn query_steps(name: &'static str) -> Steps {
+    Steps::new(msm_profile(), || format!("query {name}"))
 }
 
 /// `CUZK_MSM_SORT_ONCE`: on unless `0` (read once; for measurements: both ways give the

@@ -1,0 +1,74 @@
+//! Step timing for measurements. With `CUZK_MSM_PROFILE` (the MSMs, and the engine's steps
+//! that build a partition's query scalars) or `CUZK_NTT_PROFILE` (the transforms' passes) set
+//! to any value, each step is timed apart on stderr as `<label> <step>: <time>`, the device
+//! synchronised after it: the operation runs slower, so these are for measurements only.
+//! Each variable is read once per process ([`Knob`]).
+
+use std::fmt::Display;
+use std::time::Instant;
+
+use crate::device::GpuDevice;
+use crate::knobs::Knob;
+
+/// Whether `CUZK_MSM_PROFILE` is set (any value).
+pub fn msm_profile() -> bool {
+    static ON: Knob<bool> = Knob::new();
+    ON.get("CUZK_MSM_PROFILE", "any value", false, |_| Some(true))
+}
+
+/// Whether `CUZK_NTT_PROFILE` is set (any value).
+pub fn ntt_profile() -> bool {
+    static ON: Knob<bool> = Knob::new();
+    ON.get("CUZK_NTT_PROFILE", "any value", false, |_| Some(true))
+}
+
+/// The steps of one operation, each printed with the time since the previous mark (or since
+/// [`Steps::new`]). Off, it prints nothing, never synchronises, and its label is not built.
+pub struct Steps {
+    /// The label, when on.
+    label: Option<String>,
+    last: Instant,
+}
+
+impl Steps {
+    /// Timing starts now; `label` names the operation (built only when `on`).
+    pub fn new(on: bool, label: impl FnOnce() -> String) -> Self {
+        Steps {
+            label: on.then(label),
+            last: Instant::now(),
+        }
+    }
+
+    /// Waits for `dev`'s stream, then prints the time since the last mark as `step`'s
+    /// (`format_args!` builds a step's name without allocating when off).
+    pub fn mark(&mut self, dev: &GpuDevice, step: impl Display) {
+        if let Some(label) = &self.label {
+            let _ = dev.stream().synchronize();
+            eprintln!("{label} {step}: {:.2?}", self.last.elapsed());
+            self.last = Instant::now();
+        }
+    }
+
+    /// Prints a line about the operation (no time).
+    pub fn note(&self, line: impl Display) {
+        if let Some(label) = &self.label {
+            eprintln!("{label} {line}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn off_builds_no_label() {
+        let s = Steps::new(false, || {
+            unreachable!("the label of steps that print nothing")
+        });
+        assert!(s.label.is_none());
+        s.note("not printed");
+        let on = Steps::new(true, || "msm G1 n=3".to_string());
+        assert_eq!(on.label.as_deref(), Some("msm G1 n=3"));
+    }
+}
