@@ -324,7 +324,10 @@ fn preload_uploads_parameters_only_where_nothing_is_evicted() {
     let mut gpu = self::gpu().with_resident_budget(bp.max(bq));
     assert!(cuzk::Backend::preload(&mut gpu, &p.srs).expect("preload"));
     assert!(gpu.is_resident(&p.srs));
-    assert_eq!(gpu.resident_device_bytes(), bp);
+    // the budget counts the masks too; they are made at the circuit's first partition
+    let mp = CudaBackend::mask_bytes_of(&p.srs);
+    assert!(mp > 0);
+    assert_eq!(gpu.resident_device_bytes(), bp - mp);
     assert!(
         cuzk::Backend::preload(&mut gpu, &p.srs).expect("again"),
         "resident already"
@@ -334,11 +337,69 @@ fn preload_uploads_parameters_only_where_nothing_is_evicted() {
         "q would evict p"
     );
     assert!(gpu.is_resident(&p.srs) && !gpu.is_resident(&q.srs));
-    assert_eq!(gpu.resident_device_bytes(), bp);
+    assert_eq!(gpu.resident_device_bytes(), bp - mp);
     let got = prove_circuit(&p.srs, &mut gpu, p.circuit.clone(), &opts)
         .map(|(p, _)| bytes(&p))
         .expect("GPU");
     assert_eq!(got, want_p);
+    assert_eq!(gpu.resident_device_bytes(), bp, "bases and masks");
+}
+
+/// `d` with its first set bit and its first clear bit (below `len`) swapped: as many bits
+/// set, other words.
+fn moved_bit(d: &cuzk::pce::Density, len: usize) -> cuzk::pce::Density {
+    let set = (0..len).find(|&i| d.get(i)).expect("a set bit");
+    let clear = (0..len).find(|&i| !d.get(i)).expect("a clear bit");
+    let mut out = cuzk::pce::Density::new();
+    for i in 0..len {
+        out.push(if i == set || i == clear {
+            !d.get(i)
+        } else {
+            d.get(i)
+        });
+    }
+    out
+}
+
+/// A circuit's density masks stay on the device between its partitions, and a partition
+/// whose masks differ (as many bits set, other words: the shape check cannot tell) gets its
+/// own, never the kept ones: every proof equals the CPU backend's.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn density_masks_are_kept_per_circuit_and_never_stale() {
+    let mut rng = ChaCha8Rng::seed_from_u64(79);
+    let c = case(&mut rng, 300, 3, 40);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let asg = cuzk::pce::synthesize(c.circuit.clone()).expect("synthesis");
+    let n = asg.aux.len();
+    let mut other = asg.clone();
+    other.a_aux_density = moved_bit(&asg.a_aux_density, n);
+    other.b_aux_density = moved_bit(&asg.b_aux_density, n);
+    assert_ne!(other.a_aux_density.words(), asg.a_aux_density.words());
+    let cpu = |a: &cuzk::pce::Assignment| {
+        bytes(&cuzk::Backend::prove(&mut CpuBackend, &c.srs, a.clone(), r, s, 0).expect("CPU"))
+    };
+    let (want, want_other) = (cpu(&asg), cpu(&other));
+    assert_ne!(want, want_other, "the moved bits change the proof");
+
+    let mut gpu = gpu();
+    let bases = CudaBackend::resident_bytes_of(&c.srs) - CudaBackend::mask_bytes_of(&c.srs);
+    for (i, a) in [&asg, &asg, &other, &other, &asg].into_iter().enumerate() {
+        let got = cuzk::Backend::prove(&mut gpu, &c.srs, a.clone(), r, s, i).expect("GPU");
+        let expected = if std::ptr::eq(a, &other) {
+            &want_other
+        } else {
+            &want
+        };
+        assert_eq!(&bytes(&got), expected, "partition {i}");
+        assert_eq!(
+            gpu.resident_device_bytes(),
+            bases + CudaBackend::mask_bytes_of(&c.srs),
+            "one circuit's masks, held once"
+        );
+    }
+    assert!(gpu.evict(&c.srs));
+    assert_eq!(gpu.resident_device_bytes(), 0, "masks freed with the bases");
 }
 
 #[test]

@@ -55,21 +55,90 @@ pub fn bitmap_count(words: &[u64], n: usize) -> Result<usize> {
     Ok(words.iter().map(|w| w.count_ones() as usize).sum())
 }
 
+/// A bitmap (see the module doc) on the device, with the exclusive prefix counts of its
+/// words: what [`GpuDevice::fr_compact_by`] reads. A circuit's density masks do not depend
+/// on the witness, so a prover makes one per circuit and device and reuses it for every
+/// partition, instead of counting, prefixing and copying megabytes for each.
+///
+/// Invariant: the words cover exactly `n` elements (none set at or past `n`), `count` of
+/// them set, and the prefix counts are those of the words; both are on the device (exactly
+/// [`DeviceBitmap::bytes_for`] `n` bytes) unless `n` is 0.
+#[derive(Debug)]
+pub struct DeviceBitmap {
+    n: usize,
+    count: usize,
+    on_device: Option<(DeviceBuffer<u64>, DeviceBuffer<u32>)>,
+}
+
+impl DeviceBitmap {
+    /// Elements covered.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether it covers no element.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Elements selected (set bits).
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Device bytes held: the words and their prefix counts.
+    pub fn num_bytes(&self) -> usize {
+        self.on_device
+            .as_ref()
+            .map_or(0, |(w, p)| w.len() * 8 + p.len() * 4)
+    }
+
+    /// Device bytes a bitmap of `n` elements holds.
+    pub fn bytes_for(n: usize) -> usize {
+        n.div_ceil(64) * (8 + 4)
+    }
+}
+
 impl GpuDevice {
-    /// Writes the elements of `src` selected by `words` (see the module doc), in order, to
-    /// `dst[at ..]`, and returns how many were written. `words` must cover exactly
-    /// `src.len()` elements and `dst` must have room for all selected ones; the rest of
-    /// `dst` is untouched. Queued on the device's stream.
+    /// Checks that `words` covers exactly `n` elements (see [`bitmap_count`]), counts it,
+    /// prefixes it and copies both to the device (queued on the device's stream).
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n))]
+    pub fn upload_bitmap(&self, words: &[u64], n: usize) -> Result<DeviceBitmap> {
+        let count = bitmap_count(words, n)?;
+        u32::try_from(n).map_err(|_| too_long("upload_bitmap"))?;
+        let on_device = if n == 0 {
+            None
+        } else {
+            let prefix = bitmap_prefix(words)?;
+            Some((self.upload(words)?, self.upload(&prefix)?))
+        };
+        Ok(DeviceBitmap {
+            n,
+            count,
+            on_device,
+        })
+    }
+
+    /// Writes the elements of `src` selected by `bitmap`, in order, to `dst[at ..]`, and
+    /// returns how many were written. `bitmap` must cover exactly `src.len()` elements and
+    /// `dst` must have room for all selected ones; the rest of `dst` is untouched. Queued on
+    /// the device's stream; `bitmap` must have been made on this stream (or be complete).
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = src.len(), at))]
-    pub fn fr_compact(
+    pub fn fr_compact_by(
         &self,
         src: &DeviceBuffer<Scalar>,
-        words: &[u64],
+        bitmap: &DeviceBitmap,
         dst: &mut DeviceBuffer<Scalar>,
         at: usize,
     ) -> Result<usize> {
-        let count = bitmap_count(words, src.len())?;
-        let n = u32::try_from(src.len()).map_err(|_| too_long("fr_compact"))?;
+        if bitmap.n != src.len() {
+            return Err(Error::Length {
+                op: "fr_compact (bitmap elements)",
+                expected: src.len(),
+                got: bitmap.n,
+            });
+        }
+        let count = bitmap.count;
         let end = at
             .checked_add(count)
             .filter(|&end| end <= dst.len())
@@ -78,12 +147,10 @@ impl GpuDevice {
                 expected: at.saturating_add(count),
                 got: dst.len(),
             })?;
-        if count == 0 {
-            return Ok(0);
-        }
-        let prefix = bitmap_prefix(words)?;
-        let dwords = self.upload(words)?;
-        let dprefix = self.upload(&prefix)?;
+        let Some((dwords, dprefix)) = bitmap.on_device.as_ref().filter(|_| count > 0) else {
+            return Ok(0); // nothing selected
+        };
+        let n = u32::try_from(src.len()).map_err(|_| too_long("fr_compact"))?;
         let f = self.function(&NTT, "fr_compact")?;
         let mut out = dst.inner.slice_mut(at..end);
         let mut l = self.stream().launch_builder(&f);
@@ -98,10 +165,25 @@ impl GpuDevice {
             shared_mem_bytes: 0,
         };
         // SAFETY: fr_compact(const Fr* src[n], u32 n, const u64* words[ceil(n/64)],
-        // const u32* prefix[ceil(n/64)], Fr* dst[count]): bitmap_count checked the word count
-        // and that no bit is set past n, so every index written is < count = out.len().
+        // const u32* prefix[ceil(n/64)], Fr* dst[count]): the bitmap's invariant says its
+        // words cover exactly n = src.len() elements with count set and prefix their prefix
+        // counts, so every index written is < count = out.len().
         unsafe { l.launch(cfg) }.map_err(self.drv("launching fr_compact"))?;
         Ok(count)
+    }
+
+    /// [`GpuDevice::fr_compact_by`] with a bitmap given as host words (see the module doc),
+    /// uploaded for this one call: for one-off compactions. `words` must cover exactly
+    /// `src.len()` elements.
+    pub fn fr_compact(
+        &self,
+        src: &DeviceBuffer<Scalar>,
+        words: &[u64],
+        dst: &mut DeviceBuffer<Scalar>,
+        at: usize,
+    ) -> Result<usize> {
+        let bitmap = self.upload_bitmap(words, src.len())?;
+        self.fr_compact_by(src, &bitmap, dst, at)
     }
 }
 
@@ -125,5 +207,13 @@ mod tests {
         assert!(bitmap_count(&[1, 0], 64).is_err(), "one word too many");
         assert!(bitmap_count(&[1], 65).is_err(), "one word too few");
         assert_eq!(bitmap_count(&[u64::MAX], 64).unwrap(), 64);
+    }
+
+    #[test]
+    fn bitmap_bytes_cover_words_and_prefix() {
+        assert_eq!(DeviceBitmap::bytes_for(0), 0);
+        assert_eq!(DeviceBitmap::bytes_for(1), 12);
+        assert_eq!(DeviceBitmap::bytes_for(64), 12);
+        assert_eq!(DeviceBitmap::bytes_for(65), 24);
     }
 }

@@ -40,6 +40,7 @@ pub mod reference;
 pub mod staging;
 pub mod testdata;
 
+pub use compact::DeviceBitmap;
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
 pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, MsmCurve, SortedScalars, G1, G2};

@@ -1249,6 +1249,33 @@ fn compaction_offsets_and_tiling_match_the_host() {
             *bad.last_mut().unwrap() |= 1 << 63;
             assert!(dev.fr_compact(&dsrc, &bad, &mut dst, 0).is_err());
         }
+        // one resident bitmap, reused for a second source (as for a circuit's partitions)
+        let bitmap = dev.upload_bitmap(&words, n).unwrap();
+        assert_eq!((bitmap.len(), bitmap.count()), (n, want.len()));
+        let src2 = scalars(seed + 1000 + n as u64, n);
+        let want2: Vec<Scalar> = (0..n)
+            .filter(|i| words[i / 64] >> (i % 64) & 1 == 1)
+            .map(|i| src2[i])
+            .collect();
+        for (s, w) in [(&src2, &want2), (&src, &want)] {
+            let mut out = dev.alloc_zeroed::<Scalar>(w.len()).unwrap();
+            let d = dev.upload(s).unwrap();
+            assert_eq!(
+                dev.fr_compact_by(&d, &bitmap, &mut out, 0).unwrap(),
+                w.len()
+            );
+            assert_eq!(&dev.download(&out).unwrap(), w, "n={n}: reused bitmap");
+        }
+        let longer = dev.upload(&scalars(seed, n + 1)).unwrap();
+        assert!(
+            dev.fr_compact_by(&longer, &bitmap, &mut dst, 0).is_err(),
+            "n={n}: bitmap of another length"
+        );
+        // nothing selected: nothing written
+        let none = dev.upload_bitmap(&vec![0; n.div_ceil(64)], n).unwrap();
+        assert_eq!(none.num_bytes(), cuzk_kernels::DeviceBitmap::bytes_for(n));
+        assert_eq!(bitmap.num_bytes(), cuzk_kernels::DeviceBitmap::bytes_for(n));
+        assert_eq!(dev.fr_compact_by(&dsrc, &none, &mut small, 0).unwrap(), 0);
     }
     assert!(dev
         .copy_to_device_at(&[Scalar::ONE; 3], &mut dev.alloc_zeroed(4).unwrap(), 2)

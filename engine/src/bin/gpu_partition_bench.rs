@@ -11,7 +11,9 @@
 //!
 //! Usage on a GPU machine:
 //! `gpu_partition_bench [--log-m 27] [--check-log-m 16] [--runs 3] [--b-g2 device|host|both]
-//! [--upload staged|pageable|ahead|all]` (`--log-m 0` skips the large run; `--b-g2 host` computes
+//! [--upload staged|pageable|ahead|all] [--masks resident|fresh|both]` (`--log-m 0` skips the
+//! large run; `--masks fresh` makes the density masks for each partition instead of keeping
+//! them on the device between partitions, as the backend does; `--b-g2 host` computes
 //! B in G2 on the host's cores while the device works; `--upload pageable` copies the assignment
 //! straight from pageable memory instead of through page-locked staging buffers; `--upload
 //! ahead` adds partitions back to back with each next assignment uploaded on a side stream
@@ -239,10 +241,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("ahead") => (vec![true], true),
         _ => (vec![true, false], true),
     };
-    // (B in G2 on the host, upload through page-locked staging buffers)
-    let modes: Vec<(bool, bool)> = g2_modes
+    let mask_modes: Vec<bool> = match flag("--masks") {
+        Some("fresh") => vec![false],
+        Some("both") => vec![true, false],
+        _ => vec![true],
+    };
+    // (B in G2 on the host, upload through page-locked staging buffers, resident masks)
+    let modes: Vec<(bool, bool, bool)> = g2_modes
         .iter()
         .flat_map(|&g| upload_modes.iter().map(move |&u| (g, u)))
+        .flat_map(|(g, u)| mask_modes.iter().map(move |&k| (g, u, k)))
         .collect();
     let mut gpu = CudaBackend::open(0)?;
     println!(
@@ -298,9 +306,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Vec::new()
     };
     let mut staging = Staging::new(dev)?;
-    for (on_host, staged) in modes {
+    for (on_host, staged, keep_masks) in modes {
         println!(
-            "\nB in G2 on the {}, upload {}:",
+            "\nB in G2 on the {}, upload {}, density masks {}:",
             if on_host {
                 "host (overlapped)"
             } else {
@@ -310,8 +318,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "through page-locked staging buffers"
             } else {
                 "from pageable memory"
+            },
+            if keep_masks {
+                "kept on the device between partitions"
+            } else {
+                "made for each partition"
             }
         );
+        let mut masks = None;
         println!("| run | wall | upload | ntt | msm_h | msm_l | msm_a | msm_b_g1 | msm_b_g2 | download | total | total - upload |");
         println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
         let mut totals = Vec::new();
@@ -321,6 +335,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let st = staged.then_some(&mut staging);
             let io = Transfers {
                 staging: st,
+                masks: keep_masks.then_some(&mut masks),
                 ..Transfers::default()
             };
             let t = Instant::now();
@@ -379,6 +394,7 @@ fn upload_ahead(
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut uploaded = None;
+    let mut masks = None;
     let mut walls = Vec::new();
     for run in 0..=runs {
         let input = asg.clone();
@@ -389,6 +405,7 @@ fn upload_ahead(
                 dev: &side,
                 assignment: asg,
             }),
+            masks: Some(&mut masks),
         };
         let t = Instant::now();
         let proved = prove_msms(dev, srs, input, 0, None, io)?;

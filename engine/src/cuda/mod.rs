@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`partition`] | one partition: upload, H by NTTs, the five MSMs, per-phase times |
 //! | [`ntt`] | the H polynomial on the device (bellperson's conventions) |
+//! | [`masks`] | a circuit's A and B density masks on the device, kept between partitions |
 //! | [`resident`] | a circuit's bases on the device, the LRU set under a budget |
 //! | [`vram`] | device memory accounting for the scheduler |
 //!
@@ -14,11 +15,13 @@
 //! between a lease and the device. It is `Send` (cudarc's device types are) so the actor's
 //! thread can own it.
 
+pub mod masks;
 pub mod ntt;
 pub mod partition;
 pub mod resident;
 pub mod vram;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bellperson::groth16::Proof;
@@ -30,6 +33,7 @@ use tracing::info_span;
 use crate::error::{Error, Result};
 use crate::prover::{check_shape, Backend, Blinding, Upcoming};
 use crate::srs::Srs;
+pub use masks::QueryMasks;
 pub use partition::{
     prove_msms, upload_assignment, Ahead, PhaseTimes, Proved, Transfers, Uploaded,
 };
@@ -70,6 +74,10 @@ pub struct CudaBackend {
     dev: GpuDevice,
     label: String,
     resident: resident::Lru<DeviceSrs>,
+    /// Density masks of resident circuits, by circuit id, made at each circuit's first
+    /// partition. Invariant: only circuits in `resident` have masks here (their bytes are
+    /// part of the resident budget).
+    masks: HashMap<u64, Option<QueryMasks>>,
     b_g2_on_host: bool,
     /// Page-locked upload buffers, made at the first proof; unavailable after their
     /// allocation failed (uploads then go straight from pageable memory, slower, same results).
@@ -106,6 +114,7 @@ impl CudaBackend {
             label: dev.pci_id().to_string(),
             dev,
             resident: resident::Lru::new(budget),
+            masks: HashMap::new(),
             b_g2_on_host: false,
             staging: Lazy::Untried,
             side: Lazy::Untried,
@@ -179,21 +188,37 @@ impl CudaBackend {
         vram::vram_needed(&QueryLens::of(&srs.params), num_constraints)
     }
 
-    /// Device bytes `srs`'s bases take once resident.
+    /// Device bytes `srs`'s circuit takes once resident: its bases and, from its first
+    /// partition, its density masks ([`CudaBackend::mask_bytes_of`]).
     pub fn resident_bytes_of(srs: &Srs) -> u64 {
         QueryLens::of(&srs.params).resident_bytes()
     }
 
-    /// Device bytes of all resident parameters now.
+    /// Device bytes of `srs`'s density masks, part of [`CudaBackend::resident_bytes_of`]
+    /// (held from the circuit's first partition on).
+    pub fn mask_bytes_of(srs: &Srs) -> u64 {
+        QueryLens::of(&srs.params).mask_bytes()
+    }
+
+    /// Device bytes of all resident circuits now, as the budget counts them (bases and
+    /// density masks, the masks counted from the upload of the bases).
     pub fn resident_bytes(&self) -> u64 {
         self.resident.used()
     }
 
-    /// Bytes of the device buffers that hold the resident bases now, summed from the
-    /// buffers themselves (not from the parameters' shapes, as [`CudaBackend::resident_bytes`]
-    /// is): a check that what the budget counts is what the device holds.
+    /// Bytes of the device buffers that hold the resident bases and density masks now,
+    /// summed from the buffers themselves (not from the parameters' shapes, as
+    /// [`CudaBackend::resident_bytes`] is): a check that what the budget counts is what the
+    /// device holds (less the masks of circuits not proved yet).
     pub fn resident_device_bytes(&self) -> u64 {
-        self.resident.values().map(DeviceSrs::bytes).sum()
+        let bases: u64 = self.resident.values().map(DeviceSrs::bytes).sum();
+        let masks: u64 = self
+            .masks
+            .values()
+            .flatten()
+            .map(QueryMasks::num_bytes)
+            .sum();
+        bases + masks
     }
 
     /// Whether `srs`'s bases are resident on this device now.
@@ -204,7 +229,16 @@ impl CudaBackend {
     /// Drops `srs`'s bases from the device (freed once no proof in progress uses them).
     /// Returns whether they were resident.
     pub fn evict(&mut self, srs: &Srs) -> bool {
-        self.resident.remove(srs.id())
+        let removed = self.resident.remove(srs.id());
+        self.drop_masks_of_evicted();
+        removed
+    }
+
+    /// Frees the density masks of circuits no longer resident (keeps the invariant of
+    /// `masks` after any change to the resident set).
+    fn drop_masks_of_evicted(&mut self) {
+        let resident = &self.resident;
+        self.masks.retain(|id, _| resident.contains(*id));
     }
 
     /// Proves one partition, as [`Backend::prove`], and returns the time of each phase on
@@ -248,6 +282,8 @@ impl CudaBackend {
             self.resident.contains(n.srs.id())
                 && check_shape(&n.srs.params, n.assignment, "").is_ok()
         });
+        self.drop_masks_of_evicted(); // before this partition allocates
+        let masks = self.masks.entry(srs.id()).or_default();
         let (dev, label) = (&self.dev, &self.label);
         let staging = self.staging.get_or_make(|| {
             Staging::new(dev).map_err(|e| {
@@ -290,6 +326,7 @@ impl CudaBackend {
                     staging,
                     uploaded,
                     ahead,
+                    masks: Some(masks),
                 },
             );
             let blinding = blinding.join().unwrap_or_else(|_| {
@@ -355,11 +392,13 @@ impl CudaBackend {
         let label = self.label.clone();
         let dev = &self.dev;
         let set = &mut self.resident;
+        let masks = &mut self.masks;
         if let Some(bases) = set.get(srs.id()) {
             if bases.lens() == lens {
                 return Ok(bases);
             }
             set.remove(srs.id()); // parameters replaced under the same Srs: upload again
+            masks.remove(&srs.id());
         }
         let bytes = lens.resident_bytes();
         let over = |budget: u64| Error::Prover {
@@ -371,6 +410,7 @@ impl CudaBackend {
             ),
         };
         let evicted = set.make_room(bytes).ok_or_else(|| over(set.budget()))?;
+        masks.retain(|id, _| set.contains(*id)); // the evicted circuits' masks too
         let span = info_span!("upload_srs", device = %label, bytes, evicted = evicted.len());
         let _g = span.enter();
         let device_error = |context: String, source: cuzk_kernels::Error| Error::Device {
@@ -384,6 +424,7 @@ impl CudaBackend {
                 // out of memory, perhaps: retry once with nothing else resident
                 tracing::warn!(error = %first, "upload failed; evicting every circuit and retrying");
                 set.clear();
+                masks.clear();
                 DeviceSrs::upload(dev, &srs.params).map_err(|source| {
                     device_error(
                         format!("partition {partition}: uploading parameters"),

@@ -18,12 +18,15 @@ use std::time::{Duration, Instant};
 use blstrs::{G2Affine, G2Projective, Scalar};
 use cuzk_kernels::msm::MAX_CHUNK;
 use cuzk_kernels::profile::{msm_profile, Steps};
-use cuzk_kernels::{Bases, DeviceBuffer, GpuDevice, MsmCurve, PciId, SortedScalars, Staging};
+use cuzk_kernels::{
+    Bases, DeviceBitmap, DeviceBuffer, GpuDevice, MsmCurve, PciId, SortedScalars, Staging,
+};
 use cuzk_pce::{Assignment, Density};
 use ff::Field;
 use group::Group;
 use tracing::{info_span, Span};
 
+use super::masks::QueryMasks;
 use super::resident::DeviceSrs;
 use crate::cpu::msm::{msm_g2, Selection};
 use crate::cpu::ntt::Domain;
@@ -189,17 +192,17 @@ fn b_msm<C: MsmCurve>(
 }
 
 /// `head` from the host followed by the elements of `aux` (on the device) selected by
-/// `words`, in a new buffer of `len` elements. Errors when the counts do not add up to `len`.
+/// `mask`, in a new buffer of `len` elements. Errors when the counts do not add up to `len`.
 fn head_then_selected(
     dev: &GpuDevice,
     steps: &mut Steps,
     head: &[Scalar],
     aux: Option<&DeviceBuffer<Scalar>>,
-    words: &[u64],
+    mask: &DeviceBitmap,
     len: usize,
 ) -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
     let Some(mut buf) = alloc(dev, len)? else {
-        let selected: usize = words.iter().map(|w| w.count_ones() as usize).sum();
+        let selected = mask.count();
         if head.is_empty() && (aux.is_none() || selected == 0) {
             return Ok(None);
         }
@@ -213,7 +216,7 @@ fn head_then_selected(
     dev.copy_to_device_at(head, &mut buf, 0)?;
     steps.mark(dev, "inputs copied");
     let written = match aux {
-        Some(aux) => dev.fr_compact(aux, words, &mut buf, head.len())?,
+        Some(aux) => dev.fr_compact_by(aux, mask, &mut buf, head.len())?,
         None => 0,
     };
     steps.mark(dev, "compact");
@@ -360,6 +363,11 @@ pub struct Transfers<'a> {
     /// The next partition, uploaded on a side stream while this one's kernels run, through
     /// `staging` once this partition's own upload is done.
     pub ahead: Option<Ahead<'a>>,
+    /// The circuit's density masks on the device, kept between its partitions: used when
+    /// they are this partition's (every word compared, on a host thread beside the
+    /// kernels), made again and stored here when not. Without a slot the masks are made for
+    /// this partition alone.
+    pub masks: Option<&'a mut Option<QueryMasks>>,
 }
 
 /// What [`prove_msms`] returns: the five group elements, the time of each phase, and the
@@ -398,6 +406,7 @@ pub fn prove_msms(
         mut staging,
         uploaded,
         ahead,
+        masks: mut mask_slot,
     } = io;
     let domain = Domain::for_size(asg.a.len())?;
     let m = domain.m;
@@ -432,8 +441,18 @@ pub fn prove_msms(
     let b_inputs = select(&input, &b_input_density);
     let a_words = density_words(&a_aux_density, aux.len());
     let b_words = density_words(&b_aux_density, aux.len());
+    let cached = mask_slot.as_mut().and_then(|slot| slot.take());
 
     let proved = std::thread::scope(|scope| {
+        // Whether the masks kept from an earlier partition are this one's: compared beside
+        // the NTT (the thread hands them back; device buffers are freed on this thread).
+        let mask_check = cached.map(|masks| {
+            let (a_words, b_words, n) = (&a_words, &b_words, aux.len());
+            scope.spawn(move || {
+                let same = masks.matches(a_words, b_words, n);
+                (masks, same)
+            })
+        });
         let host = b_g2_host.map(|bases| {
             let (input, aux) = (&input, &aux);
             let (bi, ba) = (&b_input_density, &b_aux_density);
@@ -498,10 +517,28 @@ pub fn prove_msms(
             None => Ok(Group::identity()),
         })?;
 
+        let kept = match mask_check.map(|h| h.join()) {
+            Some(Ok((masks, true))) => Some(masks),
+            Some(Ok((stale, false))) => {
+                tracing::debug!(device = %dev.pci_id(), partition,
+                    "density masks differ from the kept ones: made again");
+                drop(stale);
+                None
+            }
+            // the comparing thread panicked: its masks are gone, so make them again
+            Some(Err(_)) | None => None,
+        };
+        let masks = match kept {
+            Some(masks) => masks,
+            None => phase(dev, partition, "msm_a", &mut t.msm_a, || {
+                QueryMasks::upload(dev, &a_words, &b_words, aux.len())
+            })?,
+        };
+
         let a_sum = phase(dev, partition, "msm_a", &mut t.msm_a, || {
             let mut steps = query_steps("A");
             let scalars =
-                head_then_selected(dev, &mut steps, &input, d_aux.as_ref(), &a_words, lens.a)?;
+                head_then_selected(dev, &mut steps, &input, d_aux.as_ref(), masks.a(), lens.a)?;
             let sum = match &scalars {
                 Some(s) => dev.msm(&srs.a, 0..lens.a, s),
                 None => Ok(Group::identity()),
@@ -519,11 +556,14 @@ pub fn prove_msms(
                 &mut steps,
                 &b_inputs,
                 d_aux.as_ref(),
-                &b_words,
+                masks.b(),
                 lens.b_g1,
             )
         })?;
         drop(d_aux); // aux values: every query's scalars are built
+        if let Some(slot) = mask_slot {
+            *slot = Some(masks); // for the circuit's next partition
+        }
 
         // B in G1 and in G2 on the device have the same scalars: sorted into bucket lists once
         // (when they fit one MSM chunk, as every Filecoin circuit's do), in B G1's phase.

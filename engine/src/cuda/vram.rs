@@ -11,6 +11,8 @@ use bellperson::groth16::Parameters;
 use blstrs::Bls12;
 use cuzk_kernels::{msm_scratch_bytes, G1, G2};
 
+use super::masks::QueryMasks;
+
 /// Bytes of one Fr scalar on the device.
 pub const SCALAR_BYTES: u64 = 32;
 /// Bytes of one affine G1 point on the device (blst layout, uncompressed).
@@ -53,9 +55,20 @@ impl QueryLens {
         }
     }
 
-    /// Bytes the bases take once resident on a device.
+    /// Bytes a circuit takes once resident on a device: its bases and its density masks.
     pub fn resident_bytes(&self) -> u64 {
+        self.bases_bytes() + self.mask_bytes()
+    }
+
+    /// Bytes of the five queries' bases on a device.
+    pub fn bases_bytes(&self) -> u64 {
         (self.h + self.l + self.a + self.b_g1) as u64 * G1_BYTES + self.b_g2 as u64 * G2_BYTES
+    }
+
+    /// Bytes of the circuit's A and B density masks on a device (one per aux variable, the
+    /// L query's count), kept with the bases from its first partition on.
+    pub fn mask_bytes(&self) -> u64 {
+        QueryMasks::bytes_for(self.l)
     }
 }
 
@@ -68,8 +81,6 @@ pub fn working_bytes(q: &QueryLens, num_constraints: usize) -> u64 {
     let aux = q.l as u64 * SCALAR_BYTES;
     let a_scalars = q.a as u64 * SCALAR_BYTES;
     let b_scalars = q.b_g1 as u64 * SCALAR_BYTES;
-    // bitmap words and their prefix counts, uploaded for one compaction
-    let bitmap = (q.l as u64).div_ceil(64) * (8 + 4);
     let phases = [
         // upload and H: a, b, c and aux on the device, and H's coset tables
         3 * domain + aux + H_TABLES_BYTES,
@@ -77,11 +88,11 @@ pub fn working_bytes(q: &QueryLens, num_constraints: usize) -> u64 {
         domain + aux + msm_scratch_bytes::<G1>(q.h),
         // L MSM
         aux + msm_scratch_bytes::<G1>(q.l),
-        // A: compaction, then the MSM
-        aux + a_scalars + bitmap,
+        // A: compaction (by the resident masks), then the MSM
+        aux + a_scalars,
         aux + a_scalars + msm_scratch_bytes::<G1>(q.a),
         // B: compaction (A's scalars freed), then aux freed, then the two MSMs
-        aux + b_scalars + bitmap,
+        aux + b_scalars,
         b_scalars + msm_scratch_bytes::<G1>(q.b_g1).max(msm_scratch_bytes::<G2>(q.b_g2)),
     ];
     let top = if cuzk_kernels::ntt::uses_top_table(m.trailing_zeros()) {
@@ -122,8 +133,14 @@ mod tests {
             b_g1: 2,
             b_g2: 2,
         };
-        assert_eq!(q.resident_bytes(), (3 + 5 + 7 + 2) * 96 + 2 * 192);
+        assert_eq!(q.bases_bytes(), (3 + 5 + 7 + 2) * 96 + 2 * 192);
+        // two masks of one word and one prefix count each (5 aux variables)
+        assert_eq!(q.mask_bytes(), 2 * (8 + 4));
+        assert_eq!(q.resident_bytes(), q.bases_bytes() + q.mask_bytes());
         assert_eq!(QueryLens::default().resident_bytes(), 0);
+        // PoRep 32 GiB: 2 x 2.03M words and counts, about 47 MiB beside 45 GiB of bases
+        let big = porep_32g().mask_bytes();
+        assert_eq!(big, 2 * 130_000_000u64.div_ceil(64) * 12);
     }
 
     #[test]
