@@ -445,7 +445,9 @@ pub fn prove_msms(
 
     let proved = std::thread::scope(|scope| {
         // Whether the masks kept from an earlier partition are this one's: compared beside
-        // the NTT (the thread hands them back; device buffers are freed on this thread).
+        // the NTT. The thread hands them back, so that this thread keeps or frees them (only
+        // if this partition fails before the A phase are they dropped with the thread's
+        // result, which frees them the same way).
         let mask_check = cached.map(|masks| {
             let (a_words, b_words, n) = (&a_words, &b_words, aux.len());
             scope.spawn(move || {
