@@ -24,6 +24,7 @@ pub mod cuda;
 pub mod error;
 pub mod gen;
 pub mod kind;
+pub mod paramgen;
 pub mod pipeline;
 pub mod prover;
 pub mod recordings;

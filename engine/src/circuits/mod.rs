@@ -182,6 +182,8 @@ pub fn plan(request: &ProofRequest) -> Result<ProofPlan> {
     })
 }
 
+pub use crate::paramgen::ParamGenerator;
+
 /// The parameter-cache identifier of `proof`'s circuit, without touching any file.
 pub fn params_identifier(proof: RegisteredProof) -> Result<String> {
     match proof.kind {
@@ -191,15 +193,28 @@ pub fn params_identifier(proof: RegisteredProof) -> Result<String> {
     }
 }
 
-/// Generates fresh (insecure, test-only) Groth16 parameters for `proof`'s circuit.
+/// Generates fresh (insecure, test-only) Groth16 parameters for `proof`'s circuit, with
+/// our generator ([`crate::paramgen`]: bellperson's parameters for the same `rng`, faster).
 pub fn generate_params<R: rand_core::RngCore>(
     proof: RegisteredProof,
     rng: &mut R,
 ) -> Result<Parameters<Bls12>> {
+    generate_params_with(proof, rng, ParamGenerator::Cuzk)
+}
+
+/// [`generate_params`] with the generator chosen: the same parameters either way (for
+/// benchmarks and cross-checks).
+pub fn generate_params_with<R: rand_core::RngCore>(
+    proof: RegisteredProof,
+    rng: &mut R,
+    generator: ParamGenerator,
+) -> Result<Parameters<Bls12>> {
     let res = match proof.kind {
-        ProofKind::PorepC2 => porep::generate_params(proof, rng),
-        ProofKind::WinningPost | ProofKind::WindowPost => post::generate_params(proof, rng),
-        ProofKind::SnapDeals => snap::generate_params(proof, rng),
+        ProofKind::PorepC2 => porep::generate_params(proof, rng, generator),
+        ProofKind::WinningPost | ProofKind::WindowPost => {
+            post::generate_params(proof, rng, generator)
+        }
+        ProofKind::SnapDeals => snap::generate_params(proof, rng, generator),
     };
     res.map_err(Error::filecoin)
 }

@@ -24,6 +24,7 @@ use super::porep_witness::{piecewise_witness, TopValues};
 use super::{safe_domain, with_shape, CircuitBox, PartitionCircuit, PartitionJob, ProofPlan};
 use crate::error::{catch_panic, Error, Result};
 use crate::kind::RegisteredProof;
+use crate::paramgen::ParamGenerator;
 
 /// The PoRep configuration filecoin-proofs uses for `proof`.
 pub fn config(proof: RegisteredProof) -> PoRepConfig {
@@ -43,6 +44,7 @@ pub(super) fn params_identifier(proof: RegisteredProof) -> Result<String> {
 pub(super) fn generate_params<R: rand_core::RngCore>(
     proof: RegisteredProof,
     rng: &mut R,
+    generator: ParamGenerator,
 ) -> anyhow::Result<Parameters<Bls12>> {
     with_shape!(proof.sector_size, Tree => {
         let pp = filecoin_proofs::parameters::public_params::<Tree>(&config(proof))?;
@@ -50,7 +52,7 @@ pub(super) fn generate_params<R: rand_core::RngCore>(
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             StackedCircuit<Tree, DefaultPieceHasher>,
         >>::blank_circuit(&pp);
-        Ok(bellperson::groth16::generate_random_parameters::<Bls12, _, _>(blank, rng)?)
+        Ok(generator.generate(blank, rng)?)
     })
 }
 

@@ -22,6 +22,7 @@ use storage_proofs_post::fallback::{
 use super::{safe_domain, with_shape, CircuitBox, PartitionJob, ProofPlan};
 use crate::error::{Error, Result};
 use crate::kind::{ProofKind, RegisteredProof};
+use crate::paramgen::ParamGenerator;
 use crate::request::PostInputs;
 
 /// The PoSt configuration filecoin-proofs uses for `proof` (winning or window).
@@ -75,6 +76,7 @@ pub(super) fn params_identifier(proof: RegisteredProof) -> Result<String> {
 pub(super) fn generate_params<R: rand_core::RngCore>(
     proof: RegisteredProof,
     rng: &mut R,
+    generator: ParamGenerator,
 ) -> anyhow::Result<Parameters<Bls12>> {
     let config = config(proof)?;
     with_shape!(proof.sector_size, Tree => {
@@ -83,7 +85,7 @@ pub(super) fn generate_params<R: rand_core::RngCore>(
             FallbackPoSt<'_, Tree>,
             FallbackPoStCircuit<Tree>,
         >>::blank_circuit(&pp);
-        Ok(bellperson::groth16::generate_random_parameters::<Bls12, _, _>(blank, rng)?)
+        Ok(generator.generate(blank, rng)?)
     })
 }
 

@@ -17,6 +17,7 @@ use storage_proofs_update::{
 use super::{safe_domain, with_shape, CircuitBox, PartitionJob, ProofPlan};
 use crate::error::{Error, Result};
 use crate::kind::{ProofKind, RegisteredProof};
+use crate::paramgen::ParamGenerator;
 use crate::request::SnapInputs;
 
 /// The update circuit with a field-wise `Clone` (the crate's type has none), so a partition
@@ -75,6 +76,7 @@ pub(super) fn params_identifier(proof: RegisteredProof) -> Result<String> {
 pub(super) fn generate_params<R: rand_core::RngCore>(
     proof: RegisteredProof,
     rng: &mut R,
+    generator: ParamGenerator,
 ) -> anyhow::Result<Parameters<Bls12>> {
     let pp = public_params(proof);
     with_shape!(proof.sector_size, Tree => {
@@ -82,7 +84,7 @@ pub(super) fn generate_params<R: rand_core::RngCore>(
             EmptySectorUpdate<Tree>,
             EmptySectorUpdateCircuit<Tree>,
         >>::blank_circuit(&pp);
-        Ok(bellperson::groth16::generate_random_parameters::<Bls12, _, _>(blank, rng)?)
+        Ok(generator.generate(blank, rng)?)
     })
 }
 

@@ -1,0 +1,149 @@
+//! The generator against bellperson's: the same serialised parameters for the same seed.
+
+use bellpepper_core::{num::AllocatedNum, Circuit, ConstraintSystem, SynthesisError};
+use bellperson::groth16::{self, Parameters};
+use blstrs::{Bls12, Scalar};
+use ff::Field;
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+
+use super::generate_random_parameters;
+
+/// `squarings` chained squarings of a private x, `inputs` public inputs tied to the chain,
+/// `linear` linear-only rows, `loose` private variables in no constraint.
+#[derive(Clone, Copy)]
+struct Shape {
+    squarings: usize,
+    inputs: usize,
+    linear: usize,
+    loose: usize,
+}
+
+impl Circuit<Scalar> for Shape {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut cur = AllocatedNum::alloc(cs.namespace(|| "x"), || Ok(Scalar::from(3u64)))?;
+        let mut chain = vec![cur.clone()];
+        for i in 0..self.squarings {
+            cur = cur.square(cs.namespace(|| format!("sq{i}")))?;
+            chain.push(cur.clone());
+        }
+        for i in 0..self.inputs {
+            let v = chain[i % chain.len()].clone();
+            let inp = AllocatedNum::alloc_input(cs.namespace(|| format!("in{i}")), || {
+                v.get_value().ok_or(SynthesisError::AssignmentMissing)
+            })?;
+            cs.enforce(
+                || format!("in{i} = v"),
+                |lc| lc + inp.get_variable(),
+                |lc| lc + CS::one(),
+                |lc| lc + v.get_variable(),
+            );
+        }
+        for i in 0..self.linear {
+            let v = &chain[i % chain.len()];
+            // the variable twice in A, and in C with another coefficient
+            cs.enforce(
+                || format!("lin{i}"),
+                |lc| lc + v.get_variable() + v.get_variable(),
+                |lc| lc + CS::one(),
+                |lc| lc + (Scalar::from(2), v.get_variable()),
+            );
+        }
+        for i in 0..self.loose {
+            AllocatedNum::alloc(cs.namespace(|| format!("loose{i}")), || Ok(Scalar::ONE))?;
+        }
+        Ok(())
+    }
+}
+
+fn bytes(p: &Parameters<Bls12>) -> Vec<u8> {
+    let mut v = Vec::new();
+    p.write(&mut v).expect("serialise");
+    v
+}
+
+#[test]
+fn parameters_equal_bellpersons_byte_for_byte() {
+    let shapes = [
+        (0, 0, 0),  // x in no constraint: refused by both
+        (1, 0, 0),  // no public input besides ONE
+        (0, 1, 0),  // no aux variable in B
+        (3, 5, 1),  // inputs tied to the chain
+        (61, 1, 0), // 64 constraints with the input rows: a full domain
+        (62, 1, 0), // 65: the next domain, mostly padding
+        (300, 3, 40),
+    ];
+    for (k, (squarings, inputs, linear)) in shapes.into_iter().enumerate() {
+        let shape = Shape {
+            squarings,
+            inputs,
+            linear,
+            loose: 0,
+        };
+        let seed = 1000 + k as u64;
+        let theirs = groth16::generate_random_parameters::<Bls12, _, _>(
+            shape,
+            &mut ChaCha8Rng::seed_from_u64(seed),
+        );
+        let ours = generate_random_parameters(shape, &mut ChaCha8Rng::seed_from_u64(seed));
+        match (theirs, ours) {
+            (Ok(theirs), Ok(ours)) => {
+                assert_eq!(
+                    bytes(&ours),
+                    bytes(&theirs),
+                    "{squarings}/{inputs}/{linear}"
+                );
+                assert!(!ours.h.is_empty() || squarings + inputs + linear == 0);
+            }
+            (Err(t), Err(o)) => assert_eq!(o.to_string(), t.to_string()),
+            (t, o) => panic!(
+                "{squarings}/{inputs}/{linear}: bellperson {:?}, ours {:?}",
+                t.err(),
+                o.err()
+            ),
+        }
+    }
+}
+
+#[test]
+fn a_variable_in_no_constraint_is_refused_as_bellperson_does() {
+    let shape = Shape {
+        squarings: 2,
+        inputs: 1,
+        linear: 0,
+        loose: 1,
+    };
+    let theirs = groth16::generate_random_parameters::<Bls12, _, _>(
+        shape,
+        &mut ChaCha8Rng::seed_from_u64(7),
+    )
+    .map(|_| ())
+    .expect_err("bellperson refuses");
+    let ours = generate_random_parameters(shape, &mut ChaCha8Rng::seed_from_u64(7))
+        .map(|_| ())
+        .expect_err("refused");
+    assert!(
+        matches!(ours, SynthesisError::UnconstrainedVariable),
+        "{ours:?}"
+    );
+    assert_eq!(ours.to_string(), theirs.to_string());
+}
+
+#[test]
+fn proofs_made_with_them_verify() {
+    let shape = Shape {
+        squarings: 20,
+        inputs: 2,
+        linear: 3,
+        loose: 0,
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let params = generate_random_parameters(shape, &mut rng).expect("params");
+    let pvk = groth16::prepare_verifying_key(&params.vk);
+    let proof = groth16::create_random_proof(shape, &params, &mut rng).expect("proof");
+    // the inputs: chain[0] = 3 and chain[1] = 9
+    let inputs = [Scalar::from(3u64), Scalar::from(9u64)];
+    assert!(groth16::verify_proof(&pvk, &proof, &inputs).expect("verifier runs"));
+    let wrong = [Scalar::from(3u64), Scalar::from(10u64)];
+    assert!(!groth16::verify_proof(&pvk, &proof, &wrong).expect("verifier runs"));
+}
