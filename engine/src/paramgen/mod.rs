@@ -107,18 +107,30 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
     let delta_inv =
         Option::<Scalar>::from(delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
     let vars = cs.num_inputs + cs.num_aux;
-    let g1_table = FixedBase::new(g1, (m - 1) + 3 * vars);
-    let g2_table = FixedBase::new(g2, vars);
+    tracing::debug!(
+        constraints = cs.num_constraints,
+        m,
+        inputs = cs.num_inputs,
+        aux = cs.num_aux,
+        "blank circuit synthesised"
+    );
+    let (g1_table, g2_table) = info_span!("window_tables").in_scope(|| {
+        (
+            FixedBase::new(g1, (m - 1) + 3 * vars),
+            FixedBase::new(g2, vars),
+        )
+    });
 
     // H: g1 (tau^i t(tau) / delta) for i < m - 1, with t(tau) = tau^m - 1
     let mut powers = powers_of(tau, m);
-    let coeff = (tau.pow_vartime([m as u64]) - Scalar::ONE) * delta_inv;
-    let h_scalars: Vec<Scalar> = powers[..m - 1].par_iter().map(|p| *p * coeff).collect();
-    let h = g1_table.mul_all(&h_scalars);
-    drop(h_scalars);
+    let h = info_span!("h_query", n = m - 1).in_scope(|| {
+        let coeff = (tau.pow_vartime([m as u64]) - Scalar::ONE) * delta_inv;
+        let h_scalars: Vec<Scalar> = powers[..m - 1].par_iter().map(|p| *p * coeff).collect();
+        g1_table.mul_all(&h_scalars)
+    });
 
     // Lagrange coefficients at tau
-    Twiddles::new(domain).ifft(&mut powers);
+    info_span!("lagrange", m).in_scope(|| Twiddles::new(domain).ifft(&mut powers));
     let lagrange = powers;
 
     let tables = Tables {
@@ -128,8 +140,10 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
         alpha,
         beta,
     };
-    let inputs = tables.queries(&cs.inputs, gamma_inv);
-    let aux = tables.queries(&cs.aux, delta_inv);
+    let inputs = info_span!("input_queries", n = cs.num_inputs)
+        .in_scope(|| tables.queries(&cs.inputs, gamma_inv));
+    let aux =
+        info_span!("aux_queries", n = cs.num_aux).in_scope(|| tables.queries(&cs.aux, delta_inv));
     if aux.ext.iter().any(|p| bool::from(p.is_identity())) {
         return Err(SynthesisError::UnconstrainedVariable);
     }

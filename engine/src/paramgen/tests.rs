@@ -105,6 +105,28 @@ fn parameters_equal_bellpersons_byte_for_byte() {
     }
 }
 
+/// No variable and no constraint besides ONE's row: a domain of one point, no H query.
+struct Empty;
+
+impl Circuit<Scalar> for Empty {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, _: &mut CS) -> Result<(), SynthesisError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_domain_of_one_point_equals_bellpersons() {
+    let theirs = groth16::generate_random_parameters::<Bls12, _, _>(
+        Empty,
+        &mut ChaCha8Rng::seed_from_u64(9),
+    )
+    .expect("bellperson");
+    let ours = generate_random_parameters(Empty, &mut ChaCha8Rng::seed_from_u64(9)).expect("ours");
+    assert!(ours.h.is_empty() && ours.l.is_empty());
+    assert_eq!(ours.vk.ic.len(), 1);
+    assert_eq!(bytes(&ours), bytes(&theirs));
+}
+
 #[test]
 fn a_variable_in_no_constraint_is_refused_as_bellperson_does() {
     let shape = Shape {
