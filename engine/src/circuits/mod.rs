@@ -6,11 +6,13 @@
 //! | [`porep`] | PoRep commit phase 2 from a C1 output |
 //! | [`post`] | WinningPoSt and WindowPoSt from sector vanilla proofs |
 //! | [`snap`] | SnapDeals (EmptySectorUpdate) from partition vanilla proofs |
+//! | [`synthetic`] | circuits of chosen shapes, for tests and benchmarks |
 
 pub mod porep;
 mod porep_witness;
 pub mod post;
 pub mod snap;
+pub mod synthetic;
 
 use bellpepper_core::Circuit;
 use bellperson::groth16::{self, Parameters};

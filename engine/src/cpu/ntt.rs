@@ -45,7 +45,7 @@ impl Domain {
 }
 
 /// `[1, w, w^2, ..., w^(len-1)]`, computed in parallel chunks.
-fn powers(w: Scalar, len: usize) -> Vec<Scalar> {
+pub(crate) fn powers(w: Scalar, len: usize) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; len];
     let chunk = (len / rayon::current_num_threads().max(1)).max(1024);
     out.par_chunks_mut(chunk).enumerate().for_each(|(i, c)| {

@@ -29,7 +29,7 @@ use rand_core::RngCore;
 use rayon::prelude::*;
 use tracing::info_span;
 
-use crate::cpu::ntt::{Domain, Twiddles};
+use crate::cpu::ntt::{powers, Domain, Twiddles};
 use assembly::{Assembly, Terms};
 use fixed_base::FixedBase;
 
@@ -122,16 +122,16 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
     });
 
     // H: g1 (tau^i t(tau) / delta) for i < m - 1, with t(tau) = tau^m - 1
-    let mut powers = powers_of(tau, m);
+    let mut tau_powers = powers(tau, m);
     let h = info_span!("h_query", n = m - 1).in_scope(|| {
         let coeff = (tau.pow_vartime([m as u64]) - Scalar::ONE) * delta_inv;
-        let h_scalars: Vec<Scalar> = powers[..m - 1].par_iter().map(|p| *p * coeff).collect();
+        let h_scalars: Vec<Scalar> = tau_powers[..m - 1].par_iter().map(|p| *p * coeff).collect();
         g1_table.mul_all(&h_scalars)
     });
 
     // Lagrange coefficients at tau
-    info_span!("lagrange", m).in_scope(|| Twiddles::new(domain).ifft(&mut powers));
-    let lagrange = powers;
+    info_span!("lagrange", m).in_scope(|| Twiddles::new(domain).ifft(&mut tau_powers));
+    let lagrange = tau_powers;
 
     let tables = Tables {
         g1: &g1_table,
@@ -173,20 +173,6 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
         b_g1: Arc::new(finite(inputs.b_g1, aux.b_g1)),
         b_g2: Arc::new(finite(inputs.b_g2, aux.b_g2)),
     })
-}
-
-/// `[1, x, x^2, ..., x^(n-1)]`, computed in parallel chunks.
-fn powers_of(x: Scalar, n: usize) -> Vec<Scalar> {
-    let mut out = vec![Scalar::ZERO; n];
-    let chunk = (n / rayon::current_num_threads().max(1)).max(1024);
-    out.par_chunks_mut(chunk).enumerate().for_each(|(i, c)| {
-        let mut acc = x.pow_vartime([(i * chunk) as u64]);
-        for p in c.iter_mut() {
-            *p = acc;
-            acc *= x;
-        }
-    });
-    out
 }
 
 /// What the per-variable queries are computed from.
