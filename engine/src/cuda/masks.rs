@@ -10,10 +10,9 @@ use cuzk_kernels::{DeviceBitmap, GpuDevice};
 
 /// The A and B aux masks of one circuit on one device, with the host words they were made
 /// from. Invariant: `a` and `b` hold exactly `a_words` and `b_words` (with their prefix
-/// counts), each covering `aux` elements.
+/// counts), each covering the same number of elements (the circuit's aux count).
 #[derive(Debug)]
 pub struct QueryMasks {
-    aux: usize,
     a_words: Vec<u64>,
     b_words: Vec<u64>,
     a: DeviceBitmap,
@@ -30,7 +29,6 @@ impl QueryMasks {
         aux: usize,
     ) -> cuzk_kernels::Result<Self> {
         Ok(QueryMasks {
-            aux,
             a: dev.upload_bitmap(a_words, aux)?,
             b: dev.upload_bitmap(b_words, aux)?,
             a_words: a_words.to_vec(),
@@ -42,7 +40,7 @@ impl QueryMasks {
     /// comparison of every word (about 2 ms for PoRep 32 GiB), so a changed circuit is never
     /// proved with stale masks.
     pub fn matches(&self, a_words: &[u64], b_words: &[u64], aux: usize) -> bool {
-        self.aux == aux && self.a_words == a_words && self.b_words == b_words
+        self.a.len() == aux && self.a_words == a_words && self.b_words == b_words
     }
 
     /// The A query's mask on the device.

@@ -77,7 +77,7 @@ pub struct CudaBackend {
     /// Density masks of resident circuits, by circuit id, made at each circuit's first
     /// partition. Invariant: only circuits in `resident` have masks here (their bytes are
     /// part of the resident budget).
-    masks: HashMap<u64, Option<QueryMasks>>,
+    masks: HashMap<u64, QueryMasks>,
     b_g2_on_host: bool,
     /// Page-locked upload buffers, made at the first proof; unavailable after their
     /// allocation failed (uploads then go straight from pageable memory, slower, same results).
@@ -140,6 +140,7 @@ impl CudaBackend {
     /// the budget cannot be proved on this backend.
     pub fn with_resident_budget(mut self, bytes: u64) -> Self {
         self.resident.set_budget(bytes);
+        drop_masks_of_evicted(&mut self.masks, &self.resident);
         self
     }
 
@@ -212,12 +213,7 @@ impl CudaBackend {
     /// device holds (less the masks of circuits not proved yet).
     pub fn resident_device_bytes(&self) -> u64 {
         let bases: u64 = self.resident.values().map(DeviceSrs::bytes).sum();
-        let masks: u64 = self
-            .masks
-            .values()
-            .flatten()
-            .map(QueryMasks::num_bytes)
-            .sum();
+        let masks: u64 = self.masks.values().map(QueryMasks::num_bytes).sum();
         bases + masks
     }
 
@@ -230,15 +226,8 @@ impl CudaBackend {
     /// Returns whether they were resident.
     pub fn evict(&mut self, srs: &Srs) -> bool {
         let removed = self.resident.remove(srs.id());
-        self.drop_masks_of_evicted();
+        drop_masks_of_evicted(&mut self.masks, &self.resident);
         removed
-    }
-
-    /// Frees the density masks of circuits no longer resident (keeps the invariant of
-    /// `masks` after any change to the resident set).
-    fn drop_masks_of_evicted(&mut self) {
-        let resident = &self.resident;
-        self.masks.retain(|id, _| resident.contains(*id));
     }
 
     /// Proves one partition, as [`Backend::prove`], and returns the time of each phase on
@@ -282,8 +271,8 @@ impl CudaBackend {
             self.resident.contains(n.srs.id())
                 && check_shape(&n.srs.params, n.assignment, "").is_ok()
         });
-        self.drop_masks_of_evicted(); // before this partition allocates
-        let masks = self.masks.entry(srs.id()).or_default();
+        // the circuit's masks, taken out for this partition and put back after it
+        let mut masks = self.masks.remove(&srs.id());
         let (dev, label) = (&self.dev, &self.label);
         let staging = self.staging.get_or_make(|| {
             Staging::new(dev).map_err(|e| {
@@ -326,7 +315,7 @@ impl CudaBackend {
                     staging,
                     uploaded,
                     ahead,
-                    masks: Some(masks),
+                    masks: Some(&mut masks),
                 },
             );
             let blinding = blinding.join().unwrap_or_else(|_| {
@@ -338,6 +327,9 @@ impl CudaBackend {
             });
             (proved, blinding)
         });
+        if let Some(kept) = masks {
+            self.masks.insert(srs.id(), kept);
+        }
         let (proved, blinding) = (proved?, blinding?);
         drop(bases);
         // the next partition's upload: its own time and size, beside this partition's phases
@@ -398,7 +390,6 @@ impl CudaBackend {
                 return Ok(bases);
             }
             set.remove(srs.id()); // parameters replaced under the same Srs: upload again
-            masks.remove(&srs.id());
         }
         let bytes = lens.resident_bytes();
         let over = |budget: u64| Error::Prover {
@@ -409,8 +400,9 @@ impl CudaBackend {
                  resident budget of {budget} bytes"
             ),
         };
-        let evicted = set.make_room(bytes).ok_or_else(|| over(set.budget()))?;
-        masks.retain(|id, _| set.contains(*id)); // the evicted circuits' masks too
+        let room = set.make_room(bytes);
+        drop_masks_of_evicted(masks, set); // replaced or evicted above, even if no room
+        let evicted = room.ok_or_else(|| over(set.budget()))?;
         let span = info_span!("upload_srs", device = %label, bytes, evicted = evicted.len());
         let _g = span.enter();
         let device_error = |context: String, source: cuzk_kernels::Error| Error::Device {
@@ -424,7 +416,7 @@ impl CudaBackend {
                 // out of memory, perhaps: retry once with nothing else resident
                 tracing::warn!(error = %first, "upload failed; evicting every circuit and retrying");
                 set.clear();
-                masks.clear();
+                drop_masks_of_evicted(masks, set);
                 DeviceSrs::upload(dev, &srs.params).map_err(|source| {
                     device_error(
                         format!("partition {partition}: uploading parameters"),
@@ -450,6 +442,15 @@ impl CudaBackend {
             source: Box::new(source),
         }
     }
+}
+
+/// Frees the masks of circuits not in `resident`: called after every change to the
+/// resident set, which keeps the invariant of [`CudaBackend`]'s `masks`.
+fn drop_masks_of_evicted(
+    masks: &mut HashMap<u64, QueryMasks>,
+    resident: &resident::Lru<DeviceSrs>,
+) {
+    masks.retain(|id, _| resident.contains(*id));
 }
 
 impl Backend for CudaBackend {
