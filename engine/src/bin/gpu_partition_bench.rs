@@ -1,16 +1,27 @@
-//! One Groth16 partition shaped like PoRep 32 GiB on a CUDA device, timed per phase.
+//! One Groth16 partition shaped like a 32 GiB PoRep or WindowPoSt partition on a CUDA device,
+//! timed per phase.
 //!
-//! Shape (docs/FILECOIN.md): 130,278,541 constraints in a domain of 2^27, one aux variable
-//! per constraint, 99.7% of aux variables in A and 25.4% in B, aux values mostly bits (here
-//! 40% zero, 35% one, 15% below 2^32, 10% full width). The SRS is synthetic: 2^20 random G1
-//! and 2^18 random G2 points repeated on the device to the query lengths (about 47 GB).
+//! Shapes (`--shape`; sizes from docs/FILECOIN.md, value mixes from
+//! `engine/examples/witness_shape.rs` on real partitions):
+//! - `porep` (the default, the benchmark's shape since stop 11): 130,278,541 constraints in a
+//!   domain of 2^27, one aux variable per constraint, 99.7% of aux variables in A and 25.4%
+//!   in B, aux values 40% zero, 35% one, 15% below 2^32, 10% full width.
+//! - `porep-measured`: the same sizes and densities, aux values as in a real PoRep 8 MiB
+//!   partition: 50.6% zero, 46.5% one, 2.9% full width, the full-width ones in B at 73%
+//!   (so B's values are 8% full width, as measured) and the others at 24%.
+//! - `window-post`: 125,279,217 constraints (a partition of 2349 sectors), aux values as in a
+//!   real WindowPoSt 8 MiB partition: 0.5% zero, 0.4% one, the rest full width (Poseidon);
+//!   75.8% of aux variables in A and 72.4% in B.
+//!
+//! The SRS is synthetic: 2^20 random G1 and 2^18 random G2 points repeated on the device to
+//! the query lengths (about 47 GB for PoRep).
 //!
 //! Correctness first: at a smaller domain of the same shape (`--check-log-m`, default 16)
 //! with a host SRS of random points, the proof on the GPU must equal the CPU backend's byte
 //! for byte; the run stops if it does not.
 //!
 //! Usage on a GPU machine:
-//! `gpu_partition_bench [--log-m 27] [--check-log-m 16] [--runs 3] [--b-g2 device|host|both]
+//! `gpu_partition_bench [--shape porep|porep-measured|window-post] [--log-m 27] [--check-log-m 16] [--runs 3] [--b-g2 device|host|both]
 //! [--upload staged|pageable|ahead|all] [--masks resident|fresh|both]` (`--log-m 0` skips the
 //! large run; `--masks fresh` makes the density masks for each partition instead of keeping
 //! them on the device between partitions, as the backend does; `--b-g2 host` computes
@@ -38,22 +49,62 @@ use rayon::prelude::*;
 /// PoRep 32 GiB: constraints per partition, and the domain they fill.
 const POREP_CONSTRAINTS: u64 = 130_278_541;
 const POREP_LOG_M: u32 = 27;
+/// WindowPoSt 32 GiB: constraints per partition (2349 sectors), in the same domain.
+const WINDOW_POST_CONSTRAINTS: u64 = 125_279_217;
 /// Public inputs including ONE (PoRep 2 KiB has 40; the count barely matters here).
 const INPUTS: usize = 40;
+
+/// The partition a synthetic one stands for: its size and the mix of its aux values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// PoRep 32 GiB, values 40% zero, 35% one, 15% below 2^32, 10% full width.
+    Porep,
+    /// PoRep 32 GiB, values as measured on a real PoRep 8 MiB partition.
+    PorepMeasured,
+    /// WindowPoSt 32 GiB, values as measured on a real WindowPoSt 8 MiB partition.
+    WindowPost,
+}
+
+impl Kind {
+    fn parse(s: Option<&str>) -> Result<Kind, String> {
+        match s {
+            None | Some("porep") => Ok(Kind::Porep),
+            Some("porep-measured") => Ok(Kind::PorepMeasured),
+            Some("window-post") => Ok(Kind::WindowPost),
+            Some(other) => Err(format!(
+                "--shape {other}: expected porep, porep-measured or window-post"
+            )),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Porep => "porep",
+            Kind::PorepMeasured => "porep-measured",
+            Kind::WindowPost => "window-post",
+        }
+    }
+}
 
 /// The sizes of one synthetic partition.
 #[derive(Clone, Copy, Debug)]
 struct Shape {
+    kind: Kind,
     constraints: usize,
     aux: usize,
 }
 
 impl Shape {
-    /// PoRep 32 GiB's fill of the domain, at domain 2^log_m.
-    fn porep_like(log_m: u32) -> Shape {
-        let constraints = (POREP_CONSTRAINTS << log_m >> POREP_LOG_M) as usize;
+    /// `kind`'s fill of its 2^27 domain, at domain 2^log_m.
+    fn new(kind: Kind, log_m: u32) -> Shape {
+        let full = match kind {
+            Kind::Porep | Kind::PorepMeasured => POREP_CONSTRAINTS,
+            Kind::WindowPost => WINDOW_POST_CONSTRAINTS,
+        };
+        let constraints = (full << log_m >> POREP_LOG_M) as usize;
         // bellperson's rows for the inputs are part of the constraints
         Shape {
+            kind,
             constraints,
             aux: constraints - INPUTS,
         }
@@ -90,12 +141,51 @@ fn density(seed: u64, n: usize, percent_set: f64) -> Density {
 /// computes H by six transforms, as it does for real partitions).
 fn assignment(shape: Shape, seed: u64) -> Assignment {
     let small = |r: &mut ChaCha8Rng| Scalar::from(r.next_u64());
-    let aux = fill(seed + 1, shape.aux, |r| match r.next_u32() % 100 {
-        0..=39 => Scalar::ZERO,
-        40..=74 => Scalar::ONE,
-        75..=89 => Scalar::from(r.next_u32() as u64),
-        _ => Scalar::random(r),
-    });
+    let (aux, a_aux_density, b_aux_density) = match shape.kind {
+        Kind::Porep => (
+            fill(seed + 1, shape.aux, |r| match r.next_u32() % 100 {
+                0..=39 => Scalar::ZERO,
+                40..=74 => Scalar::ONE,
+                75..=89 => Scalar::from(r.next_u32() as u64),
+                _ => Scalar::random(r),
+            }),
+            density(seed + 6, shape.aux, 99.7),
+            density(seed + 7, shape.aux, 25.4),
+        ),
+        Kind::PorepMeasured => {
+            // per variable: its value, then whether B takes it (73% of the full-width ones,
+            // 24% of the others: 25.4% in all, as in a 32 GiB partition)
+            let vars = fill(seed + 1, shape.aux, |r| {
+                let x = r.next_u32() % 1000;
+                let full = x >= 971;
+                let value = if x < 506 {
+                    Scalar::ZERO
+                } else if !full {
+                    Scalar::ONE
+                } else {
+                    Scalar::random(&mut *r)
+                };
+                let in_b = r.next_u32() % 1000 < if full { 730 } else { 240 };
+                (value, in_b)
+            });
+            let mut b = Density::new();
+            vars.iter().for_each(|v| b.push(v.1));
+            (
+                vars.into_iter().map(|v| v.0).collect(),
+                density(seed + 6, shape.aux, 99.7),
+                b,
+            )
+        }
+        Kind::WindowPost => (
+            fill(seed + 1, shape.aux, |r| match r.next_u32() % 1000 {
+                0..=4 => Scalar::ZERO,
+                5..=8 => Scalar::ONE,
+                _ => Scalar::random(r),
+            }),
+            density(seed + 6, shape.aux, 75.8),
+            density(seed + 7, shape.aux, 72.4),
+        ),
+    };
     let mut input = fill(seed + 2, INPUTS, |r| Scalar::random(r));
     input[0] = Scalar::ONE;
     let mut b_input_density = Density::new();
@@ -111,9 +201,9 @@ fn assignment(shape: Shape, seed: u64) -> Assignment {
         a,
         b,
         c,
-        a_aux_density: density(seed + 6, shape.aux, 99.7),
+        a_aux_density,
         b_input_density,
-        b_aux_density: density(seed + 7, shape.aux, 25.4),
+        b_aux_density,
     }
 }
 
@@ -171,8 +261,12 @@ fn proof_bytes(p: &bellperson::groth16::Proof<Bls12>) -> Vec<u8> {
 
 /// CPU and GPU proofs (B in G2 on the device, and on the host) of a synthetic partition at
 /// domain 2^log_m must be the same bytes.
-fn check(gpu: CudaBackend, log_m: u32) -> Result<CudaBackend, Box<dyn std::error::Error>> {
-    let shape = Shape::porep_like(log_m);
+fn check(
+    gpu: CudaBackend,
+    kind: Kind,
+    log_m: u32,
+) -> Result<CudaBackend, Box<dyn std::error::Error>> {
+    let shape = Shape::new(kind, log_m);
     let asg = assignment(shape, 1000 + log_m as u64);
     let srs = Srs::from_parameters(host_params(&asg, 2000));
     let (r, s) = (Scalar::from(0xdead_beefu64), Scalar::from(0x0bad_cafeu64));
@@ -194,9 +288,10 @@ fn check(gpu: CudaBackend, log_m: u32) -> Result<CudaBackend, Box<dyn std::error
             .into());
         }
         println!(
-            "check at 2^{log_m} ({} constraints), B G2 on the {}: GPU proof == CPU proof; CPU \
+            "check at 2^{log_m} ({} {} constraints), B G2 on the {}: GPU proof == CPU proof; CPU \
              {cpu_time:.3?}, GPU (warm) {gpu_time:.3?} = {phases}",
             shape.constraints,
+            kind.name(),
             if on_host { "host" } else { "device" },
         );
     }
@@ -230,6 +325,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .and_then(|i| args.get(i + 1))
             .map(String::as_str)
     };
+    let kind = Kind::parse(flag("--shape"))?;
     let g2_modes: Vec<bool> = match flag("--b-g2") {
         Some("device") => vec![false],
         Some("host") => vec![true],
@@ -261,13 +357,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rayon::current_num_threads()
     );
     if check_log_m > 0 {
-        gpu = check(gpu, check_log_m)?;
+        gpu = check(gpu, kind, check_log_m)?;
     }
     if log_m == 0 {
         return Ok(());
     }
 
-    let shape = Shape::porep_like(log_m);
+    let shape = Shape::new(kind, log_m);
     let t = Instant::now();
     let asg = assignment(shape, 7);
     let q = lens(&asg);
@@ -275,7 +371,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let uniq_g1 = g1_points(1, (1 << 20).min(q.l.max(1)));
     let uniq_g2 = g2_points(2, (1 << 18).min(q.b_g2.max(1)));
     println!(
-        "inputs made in {:.1?}: {} constraints (domain 2^{log_m}), {} aux, A {} / B {} scalars",
+        "{} inputs made in {:.1?}: {} constraints (domain 2^{log_m}), {} aux, A {} / B {} scalars",
+        kind.name(),
         t.elapsed(),
         shape.constraints,
         q.l,
@@ -443,7 +540,7 @@ mod tests {
     /// it (its shape checks pass) and the counts follow PoRep's densities.
     #[test]
     fn synthetic_partition_is_consistent() {
-        let shape = Shape::porep_like(10);
+        let shape = Shape::new(Kind::Porep, 10);
         assert_eq!(shape.constraints, (POREP_CONSTRAINTS >> 17) as usize);
         let asg = assignment(shape, 3);
         let q = lens(&asg);
@@ -454,5 +551,54 @@ mod tests {
         let srs = Srs::from_parameters(host_params(&asg, 1));
         let proof = CpuBackend.prove(&srs, asg, Scalar::ONE, Scalar::ONE, 0);
         assert!(proof.is_ok(), "{proof:?}");
+    }
+
+    /// Percent of `values` that are neither 0 nor 1.
+    fn wide_percent<'a>(values: impl Iterator<Item = &'a Scalar>) -> f64 {
+        let (mut n, mut wide) = (0usize, 0usize);
+        for v in values {
+            n += 1;
+            if *v != Scalar::ZERO && *v != Scalar::ONE {
+                wide += 1;
+            }
+        }
+        100.0 * wide as f64 / n as f64
+    }
+
+    /// The measured shapes have the mixes they claim: PoRep's values 2.9% full width overall
+    /// and about 8% in B, 25.4% of them in B; WindowPoSt's values full width but 0.9%, with
+    /// its densities; both proved by the CPU backend.
+    #[test]
+    fn measured_shapes_have_their_mixes() {
+        let asg = assignment(Shape::new(Kind::PorepMeasured, 16), 5);
+        let all = wide_percent(asg.aux.iter());
+        assert!((2.6..3.2).contains(&all), "PoRep: {all}% full width");
+        let in_b = asg.b_aux_density.iter().zip(&asg.aux).filter(|(d, _)| *d);
+        let b = wide_percent(in_b.map(|(_, v)| v));
+        assert!((7.0..9.5).contains(&b), "PoRep's B: {b}% full width");
+        let b_share = asg.b_aux_density.count() as f64 / asg.aux.len() as f64;
+        assert!((0.245..0.263).contains(&b_share), "PoRep: {b_share} in B");
+
+        let shape = Shape::new(Kind::WindowPost, 16);
+        assert_eq!(shape.constraints, (WINDOW_POST_CONSTRAINTS >> 11) as usize);
+        let asg = assignment(shape, 5);
+        let all = wide_percent(asg.aux.iter());
+        assert!((98.8..99.4).contains(&all), "WindowPoSt: {all}% full width");
+        let q = lens(&asg);
+        let a = q.a as f64 / q.l as f64;
+        let b = asg.b_aux_density.count() as f64 / q.l as f64;
+        assert!(
+            (0.75..0.77).contains(&a) && (0.71..0.74).contains(&b),
+            "{a} {b}"
+        );
+
+        for kind in [Kind::PorepMeasured, Kind::WindowPost] {
+            let asg = assignment(Shape::new(kind, 10), 3);
+            let srs = Srs::from_parameters(host_params(&asg, 1));
+            let proof = CpuBackend.prove(&srs, asg, Scalar::ONE, Scalar::ONE, 0);
+            assert!(proof.is_ok(), "{kind:?}: {proof:?}");
+        }
+        assert_eq!(Kind::parse(Some("window-post")), Ok(Kind::WindowPost));
+        assert!(Kind::parse(Some("post")).is_err());
     }
 }
