@@ -94,6 +94,15 @@ pub trait DeviceDriver: Send + Sync + 'static {
     /// constraint, as on the CPU).
     fn vram_for(&self, device: &DeviceInfo, srs: &Srs) -> u64;
 
+    /// The part of [`vram_for`](Self::vram_for) that is the parameters themselves, which a
+    /// device holds once for all the partitions of the circuit it has leases for (the lease
+    /// table reserves it once a device and circuit). 0 by default: every lease reserves all
+    /// of `vram_for`.
+    fn vram_shared_for(&self, device: &DeviceInfo, srs: &Srs) -> u64 {
+        let _ = (device, srs);
+        0
+    }
+
     /// Device memory leases on `device` may reserve in all.
     fn usable_vram(&self, device: &DeviceInfo) -> u64 {
         device.total_memory
@@ -242,6 +251,7 @@ pub type VramEstimate = Arc<dyn Fn(&Srs) -> u64 + Send + Sync>;
 pub struct CudaDriver {
     opener: Option<GpuOpener>,
     vram: Option<VramEstimate>,
+    shared: Option<VramEstimate>,
     depth: usize,
 }
 
@@ -252,8 +262,18 @@ impl CudaDriver {
         CudaDriver {
             opener,
             vram,
+            shared: None,
             depth: 2,
         }
+    }
+
+    /// Sets what of a partition's reservation is its circuit's resident parameters (see
+    /// [`DeviceDriver::vram_shared_for`]; at most what `vram` says): a second lease of the
+    /// same circuit on a GPU then reserves only the partition's working memory. Without it
+    /// every lease reserves the whole estimate.
+    pub fn with_shared_vram(mut self, shared: VramEstimate) -> Self {
+        self.shared = Some(shared);
+        self
     }
 
     /// Sets how many leases each GPU may hold (see [`DeviceDriver::pipeline_depth`]): 2 by
@@ -342,6 +362,13 @@ impl DeviceDriver for CudaDriver {
             // Without the backend's own estimate: parameters plus a partition's scalars,
             // doubled for scratch.
             None => 2 * (srs.memory_bytes() + srs.partition_host_bytes()),
+        }
+    }
+
+    fn vram_shared_for(&self, device: &DeviceInfo, srs: &Srs) -> u64 {
+        match (&self.vram, &self.shared) {
+            (Some(_), Some(f)) => f(srs).min(self.vram_for(device, srs)),
+            _ => 0,
         }
     }
 

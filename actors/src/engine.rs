@@ -339,7 +339,11 @@ fn cuda_driver(depth: usize) -> CudaDriver {
         Ok(Box::new(backend) as Box<dyn cuzk_engine::Backend>)
     });
     let vram = Arc::new(|srs: &cuzk_engine::Srs| CudaBackend::vram_needed(srs, srs.domain_size()));
-    CudaDriver::new(Some(opener), Some(vram)).with_pipeline_depth(depth)
+    // the resident bases and masks: one copy a device, whatever the leases of the circuit
+    let shared = Arc::new(|srs: &cuzk_engine::Srs| CudaBackend::resident_bytes_of(srs));
+    CudaDriver::new(Some(opener), Some(vram))
+        .with_shared_vram(shared)
+        .with_pipeline_depth(depth)
 }
 
 impl Engine {

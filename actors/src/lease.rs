@@ -5,6 +5,12 @@
 //! - I1 exclusivity: at most `max_concurrent` leases are active on a device (1 unless a
 //!   deliberate, VRAM-budgeted pipelining says otherwise);
 //! - I2 VRAM: the reservations active on a device never exceed its usable memory.
+//!
+//! A lease's reservation may name a [`SharedVram`] part: the parameters of its circuit, which a
+//! device holds once however many of that circuit's partitions hold leases on it. A device's
+//! reservation is therefore each active lease's own part plus, once for each circuit among
+//! them, the shared part ([`LeaseTable::reserved`]), computed from the active leases, so
+//! that ending any one of them never leaves another without its share.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -15,6 +21,16 @@ use crate::error::{Error, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LeaseId(pub u64);
 
+/// The part of a reservation that leases of one circuit on one device share: its resident
+/// parameters. `key` names the circuit; `bytes` is at most the lease's whole reservation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedVram {
+    /// The circuit (the engine's parameter-set id).
+    pub key: u64,
+    /// Bytes of the reservation that are the circuit's, not the partition's.
+    pub bytes: u64,
+}
+
 /// A grant of one device's GPU phase to one partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lease {
@@ -22,8 +38,10 @@ pub struct Lease {
     pub id: LeaseId,
     /// The physical device.
     pub device: DeviceId,
-    /// VRAM reserved, in bytes.
+    /// VRAM the partition needs, in bytes, including `shared`.
     pub bytes: u64,
+    /// The part of `bytes` shared with other leases of the same circuit on the device.
+    pub shared: Option<SharedVram>,
     /// The job the partition belongs to.
     pub job: u64,
     /// The partition index within the job.
@@ -33,7 +51,6 @@ pub struct Lease {
 #[derive(Clone, Debug)]
 struct Slot {
     usable: u64,
-    reserved: u64,
     max_concurrent: usize,
     active: Vec<LeaseId>,
 }
@@ -44,6 +61,24 @@ pub struct LeaseTable {
     devices: BTreeMap<DeviceId, Slot>,
     leases: HashMap<LeaseId, Lease>,
     next: u64,
+}
+
+/// Own parts plus each circuit's shared part once (the largest one named for it).
+fn reservation(leases: impl Iterator<Item = (u64, Option<SharedVram>)>) -> u64 {
+    let mut own = 0u64;
+    let mut shared: BTreeMap<u64, u64> = BTreeMap::new();
+    for (bytes, part) in leases {
+        let part = part.map(|s| SharedVram {
+            bytes: s.bytes.min(bytes),
+            ..s
+        });
+        own = own.saturating_add(bytes - part.map_or(0, |s| s.bytes));
+        if let Some(s) = part {
+            let e = shared.entry(s.key).or_default();
+            *e = (*e).max(s.bytes);
+        }
+    }
+    shared.values().fold(own, |a, b| a.saturating_add(*b))
 }
 
 impl LeaseTable {
@@ -71,7 +106,6 @@ impl LeaseTable {
             device,
             Slot {
                 usable: usable_bytes,
-                reserved: 0,
                 max_concurrent: max_concurrent.max(1),
                 active: Vec::new(),
             },
@@ -79,11 +113,32 @@ impl LeaseTable {
         Ok(())
     }
 
+    /// The device's reservation with one more lease of `bytes` (of which `shared`) added.
+    fn reserved_with(&self, slot: &Slot, extra: Option<(u64, Option<SharedVram>)>) -> u64 {
+        let active = slot
+            .active
+            .iter()
+            .filter_map(|id| self.leases.get(id))
+            .map(|l| (l.bytes, l.shared));
+        reservation(active.chain(extra))
+    }
+
     /// Whether `bytes` could be granted on `device` right now.
     pub fn can_grant(&self, device: DeviceId, bytes: u64) -> bool {
+        self.can_grant_shared(device, bytes, None)
+    }
+
+    /// Whether `bytes`, of which `shared` is its circuit's, could be granted on `device`
+    /// right now (the shared part counts only if no active lease there shares it).
+    pub fn can_grant_shared(
+        &self,
+        device: DeviceId,
+        bytes: u64,
+        shared: Option<SharedVram>,
+    ) -> bool {
         self.devices.get(&device).is_some_and(|s| {
             s.active.len() < s.max_concurrent
-                && s.reserved.checked_add(bytes).is_some_and(|r| r <= s.usable)
+                && self.reserved_with(s, Some((bytes, shared))) <= s.usable
         })
     }
 
@@ -95,19 +150,33 @@ impl LeaseTable {
         partition: usize,
         bytes: u64,
     ) -> Result<Lease> {
+        self.grant_shared(device, job, partition, bytes, None)
+    }
+
+    /// As [`grant`](Self::grant), with `shared` the part of `bytes` that leases of the
+    /// same circuit on the device share (its resident parameters).
+    pub fn grant_shared(
+        &mut self,
+        device: DeviceId,
+        job: u64,
+        partition: usize,
+        bytes: u64,
+        shared: Option<SharedVram>,
+    ) -> Result<Lease> {
         let slot = self
             .devices
-            .get_mut(&device)
+            .get(&device)
             .ok_or(Error::UnknownDevice(device))?;
         if slot.active.len() >= slot.max_concurrent {
             return Err(Error::Busy(device, slot.active[0].0));
         }
-        let free = slot.usable - slot.reserved;
-        if bytes > free {
+        let reserved = self.reserved_with(slot, None);
+        let after = self.reserved_with(slot, Some((bytes, shared)));
+        if after > slot.usable {
             return Err(Error::NoVram {
                 device,
-                want: bytes,
-                free,
+                want: after - reserved,
+                free: slot.usable.saturating_sub(reserved),
                 total: slot.usable,
             });
         }
@@ -116,11 +185,16 @@ impl LeaseTable {
             id: LeaseId(self.next),
             device,
             bytes,
+            shared: shared.map(|s| SharedVram {
+                bytes: s.bytes.min(bytes),
+                ..s
+            }),
             job,
             partition,
         };
-        slot.reserved += bytes;
-        slot.active.push(lease.id);
+        if let Some(slot) = self.devices.get_mut(&device) {
+            slot.active.push(lease.id);
+        }
         self.leases.insert(lease.id, lease.clone());
         Ok(lease)
     }
@@ -130,7 +204,6 @@ impl LeaseTable {
     pub fn release(&mut self, id: LeaseId) -> Result<Lease> {
         let lease = self.leases.remove(&id).ok_or(Error::NoSuchLease(id.0))?;
         if let Some(slot) = self.devices.get_mut(&lease.device) {
-            slot.reserved -= lease.bytes;
             slot.active.retain(|l| *l != id);
         }
         Ok(lease)
@@ -166,9 +239,12 @@ impl LeaseTable {
             .unwrap_or_default()
     }
 
-    /// Bytes reserved on `device`.
+    /// Bytes reserved on `device`: each active lease's own part, and each of their
+    /// circuits' shared part once.
     pub fn reserved(&self, device: DeviceId) -> u64 {
-        self.devices.get(&device).map_or(0, |s| s.reserved)
+        self.devices
+            .get(&device)
+            .map_or(0, |s| self.reserved_with(s, None))
     }
 
     /// The devices in the table, in identity order.
@@ -239,6 +315,47 @@ mod tests {
         assert!(t.release(a.id).is_err());
     }
 
+    /// Two leases of one circuit reserve its parameters once; a lease of another circuit
+    /// pays its own; ending the first lease of a circuit leaves its share with the second.
+    #[test]
+    fn a_circuits_parameters_are_reserved_once_a_device() {
+        let mut t = LeaseTable::new();
+        // a WindowPoSt 32 GiB partition on an H200: 56 of parameters, 22 of working memory
+        t.add_device(id(6), 137, 3).unwrap();
+        let post = Some(SharedVram { key: 1, bytes: 56 });
+        let a = t.grant_shared(id(6), 1, 0, 78, post).unwrap();
+        assert_eq!(t.reserved(id(6)), 78);
+        // without the share a second one does not fit (156 > 137); with it, it does
+        assert!(!t.can_grant(id(6), 78));
+        assert!(t.can_grant_shared(id(6), 78, post));
+        let b = t.grant_shared(id(6), 1, 1, 78, post).unwrap();
+        assert_eq!(t.reserved(id(6)), 56 + 22 + 22);
+        // another circuit pays its own parameters: 100 + 40 > 137
+        let other = Some(SharedVram { key: 2, bytes: 30 });
+        assert!(matches!(
+            t.grant_shared(id(6), 2, 0, 40, other),
+            Err(Error::NoVram {
+                want: 40,
+                free: 37,
+                ..
+            })
+        ));
+        // the first lease ends: the second keeps the circuit's share
+        t.release(a.id).unwrap();
+        assert_eq!(t.reserved(id(6)), 78);
+        let c = t.grant_shared(id(6), 2, 0, 40, other).unwrap();
+        assert_eq!(t.reserved(id(6)), 78 + 40);
+        t.release(b.id).unwrap();
+        t.release(c.id).unwrap();
+        assert_eq!(t.reserved(id(6)), 0);
+        // a share larger than its lease counts as the whole lease
+        let d = t
+            .grant_shared(id(6), 3, 0, 10, Some(SharedVram { key: 3, bytes: 50 }))
+            .unwrap();
+        assert_eq!(d.shared.map(|s| s.bytes), Some(10));
+        assert_eq!(t.reserved(id(6)), 10);
+    }
+
     #[test]
     fn random_sequences_keep_invariants() {
         // xorshift: deterministic, no dependency
@@ -260,7 +377,20 @@ mod tests {
                 t.release(held.swap_remove(i)).unwrap();
             } else {
                 let d = id((next() % 3) as u32);
-                if let Ok(l) = t.grant(d, step, 0, next() % 700) {
+                let bytes = next() % 700;
+                // a third of the leases plain, the others of circuit 1 or 2, whose share is
+                // up to all of the lease
+                let shared = match next() % 3 {
+                    0 => None,
+                    k => Some(SharedVram {
+                        key: k,
+                        bytes: next() % (bytes + 1),
+                    }),
+                };
+                let could = t.can_grant_shared(d, bytes, shared);
+                let granted = t.grant_shared(d, step, 0, bytes, shared);
+                assert_eq!(could, granted.is_ok(), "can_grant agrees with grant");
+                if let Ok(l) = granted {
                     held.push(l.id);
                 }
             }
@@ -268,7 +398,19 @@ mod tests {
                 let dev = id(d);
                 let active = t.active_on(dev);
                 assert!(active.len() <= 1 + d as usize, "I1 broken at step {step}");
-                let sum: u64 = active.iter().map(|l| l.bytes).sum();
+                // each lease's own part, and each circuit's share once (the largest)
+                let own: u64 = active
+                    .iter()
+                    .map(|l| l.bytes - l.shared.map_or(0, |s| s.bytes))
+                    .sum();
+                let share = |k: u64| {
+                    active
+                        .iter()
+                        .filter_map(|l| l.shared.filter(|s| s.key == k).map(|s| s.bytes))
+                        .max()
+                        .unwrap_or(0)
+                };
+                let sum = own + share(1) + share(2);
                 assert_eq!(sum, t.reserved(dev));
                 assert!(sum <= 1000, "I2 broken at step {step}");
             }

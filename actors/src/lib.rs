@@ -46,7 +46,7 @@ pub use engine::{
 };
 pub use error::{Error, Result};
 pub use failure::{Failure, FailureCause};
-pub use lease::{Lease, LeaseId, LeaseTable};
+pub use lease::{Lease, LeaseId, LeaseTable, SharedVram};
 pub use mock::{Interval, MockDevice, MockDriver, MockRecorder};
 pub use runtime::{DeviceLive, JobProgress};
 pub use scheduler::{JobId, JobOutcome, JobSpec, Limits, Priority, SchedulerCore};

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
 use crate::failure::{Failure, FailureCause};
-use crate::lease::{Lease, LeaseId, LeaseTable};
+use crate::lease::{Lease, LeaseId, LeaseTable, SharedVram};
 
 /// Priority classes, numbered as the `cuzk.v1` wire contract numbers them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -107,6 +107,9 @@ struct Job<T> {
     /// Partitions wait for [`SchedulerCore::ready`] before they may be leased, and go back to
     /// the owner for new input after a failure (the input was consumed by the device).
     staged: bool,
+    /// The part of `spec.vram_per_partition` that is the circuit's parameters, shared with
+    /// other leases of the same circuit on a device ([`SchedulerCore::set_shared_vram`]).
+    shared: Option<SharedVram>,
 }
 
 /// Waiting partitions, ordered by (priority desc, submission order, partition).
@@ -192,6 +195,7 @@ impl<T: Clone> SchedulerCore<T> {
                 spec,
                 outcome: None,
                 staged,
+                shared: None,
             },
         );
         Ok(id)
@@ -255,8 +259,12 @@ impl<T: Clone> SchedulerCore<T> {
             .copied()
             .find(|&(_, _, job, p)| self.eligible(device, job, p))?;
         let (_, _, job, p) = pick;
-        let bytes = self.jobs.get(&job)?.spec.vram_per_partition;
-        let lease = self.leases.grant(device, job, p, bytes).ok()?;
+        let entry = self.jobs.get(&job)?;
+        let (bytes, shared) = (entry.spec.vram_per_partition, entry.shared);
+        let lease = self
+            .leases
+            .grant_shared(device, job, p, bytes, shared)
+            .ok()?;
         self.waiting.remove(&pick);
         self.lease_started.insert(lease.id, now);
         Some(lease)
@@ -495,8 +503,12 @@ impl<T: Clone> SchedulerCore<T> {
     }
 
     fn eligible(&self, device: DeviceId, job: JobId, p: usize) -> bool {
-        let bytes = self.jobs.get(&job).map_or(0, |j| j.spec.vram_per_partition);
-        self.avoid.get(&(job, p)) != Some(&device) && self.leases.can_grant(device, bytes)
+        let (bytes, shared) = self
+            .jobs
+            .get(&job)
+            .map_or((0, None), |j| (j.spec.vram_per_partition, j.shared));
+        self.avoid.get(&(job, p)) != Some(&device)
+            && self.leases.can_grant_shared(device, bytes, shared)
     }
 
     /// Fails a job from outside (its input could not be built, its deadline passed): waiting
@@ -516,6 +528,16 @@ impl<T: Clone> SchedulerCore<T> {
     pub fn set_vram_per_partition(&mut self, job_id: JobId, bytes: u64) {
         if let Some(job) = self.jobs.get_mut(&job_id) {
             job.spec.vram_per_partition = bytes;
+        }
+    }
+
+    /// Says which part of a job's per-partition reservation is its circuit's parameters
+    /// (`shared.key` names the circuit): a device reserves that part once for all the leases
+    /// of the circuit it holds, so a second lease of the same circuit (pipelining) needs only
+    /// the partition's own memory. Applies to leases granted from now on.
+    pub fn set_shared_vram(&mut self, job_id: JobId, shared: SharedVram) {
+        if let Some(job) = self.jobs.get_mut(&job_id) {
+            job.shared = Some(shared);
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use cuzk_actors::scheduler::Completion;
 use cuzk_actors::{
     DeviceId, Failure, FailureCause, JobOutcome, JobSpec, Lease, LeaseTable, Limits, PciAddress,
-    Priority, SchedulerCore,
+    Priority, SchedulerCore, SharedVram,
 };
 
 fn dev(n: u32) -> DeviceId {
@@ -472,5 +472,66 @@ fn a_lease_that_left_its_device_frees_it_and_its_result_counts_once() {
     assert_eq!(
         core.take_outcome(job),
         Some(JobOutcome::Completed(vec![0, 1, 2]))
+    );
+}
+
+/// A pipelining device holds two leases of one circuit where its parameters fit once with two
+/// partitions' working memory, though not twice (a 32 GiB WindowPoSt partition on an H200:
+/// 56 GiB of parameters, 22 of working memory, 137 usable): the second lease reserves only
+/// its own part, and when the first ends the second keeps the circuit's share, so a job of
+/// another circuit waits until there is room for its own parameters.
+#[test]
+fn a_second_lease_of_a_circuit_reserves_only_its_working_memory() {
+    let spec = |partitions| JobSpec {
+        priority: Priority::Normal,
+        partitions,
+        vram_per_partition: 78,
+    };
+    let now = Instant::now();
+    // without the share: one lease at a time
+    let mut t = LeaseTable::new();
+    t.add_device(dev(1), 137, 2).unwrap();
+    let mut core: SchedulerCore<u32> = SchedulerCore::new(t, limits());
+    let job = core.submit(spec(3)).unwrap();
+    let first = core.next_for(dev(1), now).unwrap();
+    assert!(core.next_for(dev(1), now).is_none(), "78 + 78 > 137");
+    assert_eq!(core.complete(first.id, Ok(0)), Completion::Accepted);
+    let _ = job;
+
+    // with it: two, and the circuit's parameters reserved once
+    let mut t = LeaseTable::new();
+    t.add_device(dev(1), 137, 2).unwrap();
+    let mut core: SchedulerCore<u32> = SchedulerCore::new(t, limits());
+    let post = core.submit(spec(3)).unwrap();
+    core.set_shared_vram(post, SharedVram { key: 7, bytes: 56 });
+    let other = core.submit(spec(1)).unwrap();
+    core.set_shared_vram(other, SharedVram { key: 8, bytes: 56 });
+    let l1 = core.next_for(dev(1), now).unwrap();
+    let l2 = core.next_for(dev(1), now).expect("56 + 22 + 22 <= 137");
+    assert_eq!((l1.job, l2.job, l2.partition), (post, post, 1));
+    assert_eq!(core.leases().reserved(dev(1)), 100);
+    assert_eq!(core.complete(l1.id, Ok(1)), Completion::Accepted);
+    assert_eq!(
+        core.leases().reserved(dev(1)),
+        78,
+        "the second keeps the share"
+    );
+    // the third partition of the same circuit fits beside the second; the other circuit
+    // (its own 56 of parameters) would not, and waits behind it in submission order anyway
+    let l3 = core.next_for(dev(1), now).unwrap();
+    assert_eq!((l3.job, l3.partition), (post, 2));
+    assert!(core.next_for(dev(1), now).is_none(), "two leases at most");
+    assert_eq!(core.complete(l2.id, Ok(2)), Completion::Accepted);
+    assert!(
+        core.next_for(dev(1), now).is_none(),
+        "78 + 78 > 137: the other circuit waits for the device to empty"
+    );
+    assert_eq!(core.complete(l3.id, Ok(3)), Completion::Accepted);
+    let l4 = core.next_for(dev(1), now).unwrap();
+    assert_eq!(l4.job, other);
+    assert_eq!(core.complete(l4.id, Ok(4)), Completion::Accepted);
+    assert_eq!(
+        core.take_outcome(post),
+        Some(JobOutcome::Completed(vec![1, 2, 3]))
     );
 }

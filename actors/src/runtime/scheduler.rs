@@ -30,7 +30,7 @@ use crate::engine::{
 };
 use crate::error::{Error, Result};
 use crate::failure::{Failure, FailureCause};
-use crate::lease::LeaseId;
+use crate::lease::{LeaseId, SharedVram};
 use crate::scheduler::{JobId, JobOutcome, Limits, Priority, SchedulerCore};
 use crate::trace::TraceSink;
 use crate::work::{PartitionWork, Payload, SimulatedJob, WorkKind};
@@ -409,9 +409,9 @@ impl SchedulerActor {
         let Some(entry) = self.jobs.get_mut(&id) else {
             return;
         };
-        let (host, vram) = match (&mut entry.input, srs) {
+        let (host, vram, shared) = match (&mut entry.input, srs) {
             (EntryInput::Simulated(sim), _) => {
-                (sim.host_bytes_per_partition, sim.vram_per_partition)
+                (sim.host_bytes_per_partition, sim.vram_per_partition, None)
             }
             (
                 EntryInput::Proof {
@@ -423,11 +423,24 @@ impl SchedulerActor {
             ) => {
                 entry.timings.srs_load = load;
                 let host = srs.partition_host_bytes();
-                let vram = vram_for(&srs, &self.devices, self.setup.driver.as_ref());
+                let driver = self.setup.driver.as_ref();
+                let vram = vram_for(&srs, &self.devices, driver);
+                // the circuit's share of it: the smallest any device names, so that no
+                // device reserves less than its own estimate
+                let shared = self
+                    .devices
+                    .values()
+                    .map(|s| driver.vram_shared_for(&s.info, &srs))
+                    .min()
+                    .filter(|&b| b > 0)
+                    .map(|bytes| SharedVram {
+                        key: srs.id(),
+                        bytes,
+                    });
                 Self::preload_devices(&mut self.preloaded, &self.devices, &srs);
                 *slot = Some(srs);
                 *rslot = r1cs;
-                (host, vram)
+                (host, vram, shared)
             }
             (EntryInput::Proof { .. }, None) => return,
         };
@@ -448,6 +461,9 @@ impl SchedulerActor {
             return;
         }
         self.core.set_vram_per_partition(id, vram);
+        if let Some(shared) = shared {
+            self.core.set_shared_vram(id, shared);
+        }
         for p in 0..entry.partitions {
             self.synth_queue
                 .insert((Reverse(entry.priority), entry.seq, id, p));
