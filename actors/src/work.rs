@@ -19,7 +19,8 @@ pub struct PartitionWork {
     pub job: JobId,
     /// Partition index within the job.
     pub partition: usize,
-    /// Device memory the lease reserved for it, in bytes.
+    /// Device memory the partition needs, in bytes, its circuit's parameters included (the
+    /// lease table reserves those once a device for all the circuit's leases there).
     pub reserved_vram: u64,
     /// What to prove.
     pub payload: Payload,
