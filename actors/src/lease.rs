@@ -63,15 +63,20 @@ pub struct LeaseTable {
     next: u64,
 }
 
+/// `shared` held to at most the lease's `bytes`.
+fn clamped(bytes: u64, shared: Option<SharedVram>) -> Option<SharedVram> {
+    shared.map(|s| SharedVram {
+        bytes: s.bytes.min(bytes),
+        ..s
+    })
+}
+
 /// Own parts plus each circuit's shared part once (the largest one named for it).
 fn reservation(leases: impl Iterator<Item = (u64, Option<SharedVram>)>) -> u64 {
     let mut own = 0u64;
     let mut shared: BTreeMap<u64, u64> = BTreeMap::new();
     for (bytes, part) in leases {
-        let part = part.map(|s| SharedVram {
-            bytes: s.bytes.min(bytes),
-            ..s
-        });
+        let part = clamped(bytes, part);
         own = own.saturating_add(bytes - part.map_or(0, |s| s.bytes));
         if let Some(s) = part {
             let e = shared.entry(s.key).or_default();
@@ -185,10 +190,7 @@ impl LeaseTable {
             id: LeaseId(self.next),
             device,
             bytes,
-            shared: shared.map(|s| SharedVram {
-                bytes: s.bytes.min(bytes),
-                ..s
-            }),
+            shared: clamped(bytes, shared),
             job,
             partition,
         };

@@ -65,24 +65,25 @@ enum Kind {
     WindowPost,
 }
 
+/// Each kind with its `--shape` name.
+const KINDS: [(Kind, &str); 3] = [
+    (Kind::Porep, "porep"),
+    (Kind::PorepMeasured, "porep-measured"),
+    (Kind::WindowPost, "window-post"),
+];
+
 impl Kind {
+    /// The kind `--shape` names (`porep` when not given).
     fn parse(s: Option<&str>) -> Result<Kind, String> {
-        match s {
-            None | Some("porep") => Ok(Kind::Porep),
-            Some("porep-measured") => Ok(Kind::PorepMeasured),
-            Some("window-post") => Ok(Kind::WindowPost),
-            Some(other) => Err(format!(
-                "--shape {other}: expected porep, porep-measured or window-post"
-            )),
-        }
+        let s = s.unwrap_or("porep");
+        KINDS.iter().find(|k| k.1 == s).map(|k| k.0).ok_or_else(|| {
+            let names: Vec<&str> = KINDS.iter().map(|k| k.1).collect();
+            format!("--shape {s}: expected {}", names.join(", "))
+        })
     }
 
     fn name(self) -> &'static str {
-        match self {
-            Kind::Porep => "porep",
-            Kind::PorepMeasured => "porep-measured",
-            Kind::WindowPost => "window-post",
-        }
+        KINDS.iter().find(|k| k.0 == self).map_or("?", |k| k.1)
     }
 }
 
@@ -126,9 +127,12 @@ fn fill<T: Send + Copy + Default>(
 }
 
 fn density(seed: u64, n: usize, percent_set: f64) -> Density {
-    let bits = fill(seed, n, |r| {
+    density_of(fill(seed, n, |r| {
         (r.next_u32() as f64) < percent_set / 100.0 * 4294967296.0
-    });
+    }))
+}
+
+fn density_of(bits: impl IntoIterator<Item = bool>) -> Density {
     let mut d = Density::new();
     for b in bits {
         d.push(b);
@@ -168,12 +172,10 @@ fn assignment(shape: Shape, seed: u64) -> Assignment {
                 let in_b = r.next_u32() % 1000 < if full { 730 } else { 240 };
                 (value, in_b)
             });
-            let mut b = Density::new();
-            vars.iter().for_each(|v| b.push(v.1));
             (
-                vars.into_iter().map(|v| v.0).collect(),
+                vars.iter().map(|v| v.0).collect(),
                 density(seed + 6, shape.aux, 99.7),
-                b,
+                density_of(vars.iter().map(|v| v.1)),
             )
         }
         Kind::WindowPost => (
