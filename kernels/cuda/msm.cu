@@ -41,14 +41,13 @@ typedef Fp2 PF;
 typedef Affine<PF> PAffine;
 typedef Xyzz<PF> PXyzz;
 
-// The accumulation loads the next point before adding the current one, so the point's
-// memory latency overlaps the addition: in G1, and in G2 on lane pairs (msm_pair.cu); a whole
-// G2 point does not fit in the registers the one-lane accumulation has left (ptxas spills).
-#if defined(MSM_G1)
-#define MSM_PREFETCH_POINT true
-#else
-#define MSM_PREFETCH_POINT false
-#endif
+// Whole-lane accumulations (G1, and G2's one-lane form) load each point when they add it; G2 on
+// lane pairs (msm_pair.cu) loads the next point into registers before adding the current one.
+// In G1 that prefetch took the kernel to 218 registers (two blocks of 128 an SM); without it
+// ptxas needs 168, three blocks an SM, and the 2^23..2^26 random G1 MSMs were 0.7-1.3% faster
+// on an H200 (stop 39, alternated in one call; prefetch hints into L1 or L2 instead of
+// registers gained nothing). A whole G2 point does not fit in the one-lane G2 accumulation's
+// registers either (ptxas spills).
 
 // Lane views: how a kernel's threads map to its work items (runs, piece slots, segments) and
 // which part of every value a thread holds. The bodies of the accumulation, the piece sums and
@@ -66,7 +65,7 @@ typedef Xyzz<PF> PXyzz;
 struct WholeLanes {
     typedef PAffine A;
     typedef PXyzz X;
-    enum { PREFETCH_POINT = MSM_PREFETCH_POINT };  // an enum: a static data member would be a device variable
+    enum { PREFETCH_POINT = false };  // an enum: a static data member would be a device variable
     static DEVI u32 item() { return blockIdx.x * blockDim.x + threadIdx.x; }
     DEVI A base(const PAffine* p) const { return ld_vec_ro(p); }
     template <bool RO>

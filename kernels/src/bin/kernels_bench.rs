@@ -1,7 +1,7 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick] [--only rates|ntt|g1|g2|overlap|chunked]` on a GPU machine. Times are medians of several runs after
+//! Usage: `kernels_bench [--quick] [--max-log N] [--only rates|ntt|g1|g2|overlap|chunked]` on a GPU machine. Times are medians of several runs after
 //! a warm-up, each run ending with a device synchronisation. MSM times are with bases and
 //! scalars already on the device; the "+ H2D" column adds uploading scalars from the host;
 //! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
@@ -39,12 +39,16 @@ fn host_available_bytes() -> u64 {
         .unwrap_or(0)
 }
 
-/// log2 of the largest G1 MSM the run covers: 2^28 or 2^27 where the device has free memory
-/// for its bases, two scalar buffers and the MSM's scratch, and the host for the bases and
-/// scalars it builds (an H200 host does), else 2^26; 2^22 with `--quick`.
-fn max_g1_log(dev: &GpuDevice, quick: bool) -> u32 {
+/// log2 of the largest G1 MSM the run covers: `max_log` when given (`--max-log N`), else 2^28
+/// or 2^27 where the device has free memory for its bases, two scalar buffers and the MSM's
+/// scratch, and the host for the bases and scalars it builds (an H200 host does), else 2^26;
+/// 2^22 with `--quick`.
+fn max_g1_log(dev: &GpuDevice, quick: bool, max_log: Option<u32>) -> u32 {
     if quick {
         return 22;
+    }
+    if let Some(log) = max_log {
+        return log;
     }
     let free = dev.free_memory().map_or(0, |f| f as u64);
     let host = host_available_bytes();
@@ -91,6 +95,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|i| args.get(i + 1))
         .cloned();
     let want = |what: &str| only.as_deref().is_none_or(|o| o == what);
+    // --max-log N: the largest G1 MSM, 2^N; a missing or out-of-range N is an error, not the default
+    let max_log = match args.iter().position(|a| a == "--max-log") {
+        None => None,
+        Some(i) => match args.get(i + 1).and_then(|v| v.parse::<u32>().ok()) {
+            Some(log) if (20..=28).contains(&log) => Some(log),
+            _ => return Err("--max-log takes a number from 20 to 28".into()),
+        },
+    };
     let dev = GpuDevice::open(0)?;
     println!(
         "# cuzk-kernels bench on {} ({}, PCI {}, {} GiB)",
@@ -167,7 +179,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         bench_ntt(&dev, quick, runs)?;
     }
     if want("g1") {
-        bench_g1(&dev, quick, runs)?;
+        bench_g1(&dev, quick, runs, max_log)?;
     }
     if want("g2") {
         bench_g2(&dev, quick, runs)?;
@@ -382,13 +394,18 @@ fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn st
     Ok(())
 }
 
-fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn bench_g1(
+    dev: &GpuDevice,
+    quick: bool,
+    runs: usize,
+    max_log: Option<u32>,
+) -> Result<(), Box<dyn std::error::Error>> {
     println!("\n## G1 MSM (bases on the device)");
     println!(
         "| size | cuzk ms | + H2D of scalars ms | Filecoin scalars ms | sppark ms | target ms |"
     );
     println!("|---|---|---|---|---|---|");
-    let max_g1 = max_g1_log(dev, quick);
+    let max_g1 = max_g1_log(dev, quick, max_log);
     let bases = tiled_g1_bases(dev, 1 << max_g1)?;
     let sc = scalars(3, 1 << max_g1);
     let fc = filecoin_scalars(7, 1 << max_g1);
