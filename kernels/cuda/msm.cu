@@ -16,7 +16,8 @@
 //                   within each bin
 //   msm_run_first   run j (entries [j*k, (j+1)*k) of the bucket lists, across bucket and
 //                   window boundaries) learns the bucket its first entry belongs to
-//   msm_accumulate  one thread per run sums its affine points in XYZZ: exactly k additions
+//   msm_accumulate  one thread per run sums its affine points in XYZZ (from infinity, or from an
+//                   earlier chunk's bucket sums, which the chunks of one MSM share): exactly k additions
 //                   per thread, whatever the bucket sizes, so no warp waits for its largest
 //                   bucket; a bucket that ends inside the run and began in it is written to
 //                   `buckets` at once, the pieces of a bucket split over runs to `partial`
@@ -449,14 +450,18 @@ DEVI u32 bucket_after(const u32* __restrict__ offsets, u32 nbuckets, u32 lo, u32
 //   partial[2t]        when the bucket began before this run (its middle or last piece),
 //   partial[2t + 1]    when it began in this run and goes on after it (its first piece).
 // So a bucket split over runs t0 < t1 has its pieces in partial[2 t0 + 1 .. 2 t1], and
-// the slots in between that no bucket writes stay zero (infinity): `buckets` and `partial`
-// must be zeroed by the caller. The next entry is loaded before the current point is added,
+// the slots in between that no bucket writes stay zero (infinity): `partial` must be zeroed
+// by the caller, and so must `buckets` unless `into` is set. With `into`, `buckets` holds an
+// earlier chunk's bucket sums (the same window plan) and this chunk adds to them: a bucket's
+// sum starts from buckets[b] instead of infinity where the bucket begins (in its first piece),
+// and a bucket without entries here keeps its value. The next entry is loaded before the current point is added,
 // so its memory latency overlaps the addition, and the next point too where
 // V::PREFETCH_POINT. Run t is V's work item t (msm_accumulate: one thread a run).
 template <class V>
 DEVI void accumulate_runs(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
                           const u32* __restrict__ offsets, u32 nbuckets, const u32* __restrict__ run_first, u32 nruns,
-                          u32 entries, u32 k, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial) {
+                          u32 entries, u32 k, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial,
+                          u32 into) {
     u32 t = V::item();
     if (t >= nruns) return;  // every thread of the item (V's lanes run an item together)
     const V lane{};
@@ -465,7 +470,11 @@ DEVI void accumulate_runs(const PAffine* __restrict__ bases, const u32* __restri
     u32 b = run_first[t];
     u32 bend = offsets[b + 1];
     bool head = offsets[b] < begin;
-    typename V::X acc = V::X::inf();
+    // a bucket's sum starts from the earlier chunks' where it begins (`into`), else infinity
+    const auto start = [&](u32 bucket) {
+        return into ? lane.template load<false>(buckets + bucket) : V::X::inf();
+    };
+    typename V::X acc = head ? V::X::inf() : start(b);
     u32 e = sorted[begin];
     typename V::A next;
     if (V::PREFETCH_POINT) next = lane.base(bases + (e & 0x7fffffffu));
@@ -477,7 +486,7 @@ DEVI void accumulate_runs(const PAffine* __restrict__ bases, const u32* __restri
             head = false;
             b = bucket_after(offsets, nbuckets, b + 1, i);
             bend = offsets[b + 1];
-            acc = V::X::inf();
+            acc = start(b);
         }
         typename V::A q = V::PREFETCH_POINT ? next : lane.base(bases + (e & 0x7fffffffu));
         bool negate = e >> 31;
@@ -497,8 +506,10 @@ DEVI void accumulate_runs(const PAffine* __restrict__ bases, const u32* __restri
 extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
                                                     const u32* __restrict__ offsets, u32 nbuckets,
                                                     const u32* __restrict__ run_first, u32 nruns, u32 entries,
-                                                    u32 k, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial) {
-    accumulate_runs<WholeLanes>(bases, sorted, offsets, nbuckets, run_first, nruns, entries, k, buckets, partial);
+                                                    u32 k, PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial,
+                                                    u32 into) {
+    accumulate_runs<WholeLanes>(bases, sorted, offsets, nbuckets, run_first, nruns, entries, k, buckets, partial,
+                                into);
 }
 
 // The bucket split at run boundary q (between runs q - 1 and q), if any: the bucket of

@@ -44,8 +44,10 @@ struct HalfLanes {
 extern "C" __global__ void msm_accumulate_pair_g2(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
                                                   const u32* __restrict__ offsets, u32 nbuckets,
                                                   const u32* __restrict__ run_first, u32 nruns, u32 entries, u32 k,
-                                                  PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial) {
-    accumulate_runs<HalfLanes>(bases, sorted, offsets, nbuckets, run_first, nruns, entries, k, buckets, partial);
+                                                  PXyzz* __restrict__ buckets, PXyzz* __restrict__ partial,
+                                                  u32 into) {
+    accumulate_runs<HalfLanes>(bases, sorted, offsets, nbuckets, run_first, nruns, entries, k, buckets, partial,
+                               into);
 }
 
 // msm_fix_round on lane pairs: 2 (2 nruns) threads.

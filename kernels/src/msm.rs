@@ -385,6 +385,23 @@ fn scatter_shared_bytes(nbw: usize, slab_log: u32) -> usize {
     8 * nbw + ((5 * nbw) << slab_log)
 }
 
+/// Bucket sums of one or more chunks of an MSM under one window plan (msm.cu's step 6), on
+/// the device: `nw` windows of 2^(c-1) XYZZ sums. The chunks of [`GpuDevice::msm_chunked`]
+/// add to them in turn, and their windows are summed once.
+struct Buckets {
+    c: u32,
+    nw: u32,
+    sums: CudaSlice<u64>,
+}
+
+impl Buckets {
+    /// Whether a chunk sorted into `lists` can add to these sums: the same window width (so
+    /// the same bucket of each digit) and no more windows than they have.
+    fn takes(&self, lists: &BucketLists) -> bool {
+        lists.c == self.c && lists.nw <= self.nw
+    }
+}
+
 /// One chunk's scalars as bucket lists (msm.cu's steps 1-5), which depend on the scalars
 /// only: any bases of the chunk's length can be summed with them (step 6 on).
 struct BucketLists {
@@ -629,13 +646,32 @@ impl GpuDevice {
         let Some(buf) = bases.buf.as_ref() else {
             return Ok(acc); // no points: the range is empty (checked above)
         };
+        // A chunk whose plan has the previous chunks' width and no more windows adds its points
+        // to their bucket sums (msm_accumulate's `into`), so that the windows are summed once
+        // for all of them; another plan sums the buckets so far and starts its own.
+        let mut carried: Option<Buckets> = None;
         let mut start = 0;
         while start < range.len() {
             let end = (start + chunk).min(range.len());
             let b = buf.view(range.start + start..range.start + end);
             let s = scalars.view(from + start..from + end);
-            acc += self.msm_chunk::<C>(b, s)?;
+            let mut marks = marks(C::NAME, s.len());
+            if let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? {
+                let into = match carried.take() {
+                    Some(held) if held.takes(&lists) => Some(held),
+                    Some(held) => {
+                        acc += self.window_sums::<C>(held, &mut marks)?;
+                        None
+                    }
+                    None => None,
+                };
+                carried = Some(self.accumulate_lists::<C>(b, &lists, into, &mut marks)?);
+            }
             start = end;
+        }
+        if let Some(held) = carried {
+            let mut marks = marks(C::NAME, range.len());
+            acc += self.window_sums::<C>(held, &mut marks)?;
         }
         Ok(acc)
     }
@@ -698,18 +734,6 @@ impl GpuDevice {
             }
             // no scalars, or every scalar zero (an empty range when there are no bases)
             _ => Ok(C::Projective::identity()),
-        }
-    }
-
-    fn msm_chunk<C: MsmCurve>(
-        &self,
-        bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
-        scalars: CudaView<'_, FrRaw>,
-    ) -> Result<C::Projective> {
-        let mut marks = marks(C::NAME, scalars.len());
-        match self.bucket_lists::<C>(scalars, &mut marks)? {
-            Some(lists) => self.reduce_lists::<C>(bases, &lists, &mut marks),
-            None => Ok(C::Projective::identity()),
         }
     }
 
@@ -929,13 +953,21 @@ impl GpuDevice {
         lists: &BucketLists,
         marks: &mut Steps,
     ) -> Result<C::Projective> {
+        let held = self.accumulate_lists::<C>(bases, lists, None, marks)?;
+        self.window_sums::<C>(held, marks)
+    }
+
+    /// Step 6 of one chunk (see msm.cu): the bucket sums of `bases` (the chunk's points, as
+    /// many as the scalars `lists` was built from), added to `into`'s (earlier chunks' sums
+    /// under the same plan: [`Buckets::takes`]) or from nothing.
+    fn accumulate_lists<C: MsmCurve>(
+        &self,
+        bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
+        lists: &BucketLists,
+        into: Option<Buckets>,
+        marks: &mut Steps,
+    ) -> Result<Buckets> {
         let stream = self.stream().clone();
-        let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
-        let alloc_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
-            // SAFETY: every element is written by the kernel that produces it before it is read.
-            unsafe { stream.alloc::<u64>(count * C::XYZZ_LIMBS) }
-                .map_err(self.drv("allocating MSM buckets"))
-        };
         let BucketLists {
             c,
             nw,
@@ -958,7 +990,14 @@ impl GpuDevice {
                 .alloc_zeros::<u64>(count * C::XYZZ_LIMBS)
                 .map_err(self.drv("allocating MSM buckets"))
         };
-        let mut buckets = alloc_zeroed_xyzz(nbuckets)?;
+        let (mut buckets, plan_nw, into32) = match into {
+            Some(held) => {
+                // Buckets::takes: the same width and at least this chunk's windows
+                debug_assert!(held.c == c && held.nw >= nw);
+                (held.sums, held.nw, 1u32)
+            }
+            None => (alloc_zeroed_xyzz(nbuckets)?, nw, 0u32),
+        };
         let mut partial = alloc_zeroed_xyzz(2 * nruns)?;
         // G2's steps on lane pairs (see pair_use): `{name}_pair{suffix}` in the accumulation
         // module, two threads where the one-lane kernel takes one
@@ -984,12 +1023,13 @@ impl GpuDevice {
             .arg(&nruns32)
             .arg(&entries32)
             .arg(&k);
-        l.arg(&mut buckets).arg(&mut partial);
+        l.arg(&mut buckets).arg(&mut partial).arg(&into32);
         // SAFETY: (const Affine* bases[n], const u32* sorted[entries], const u32* offsets[nbuckets + 1],
         // u32 nbuckets, const u32* run_first[nruns], u32 nruns, u32 entries, u32 k,
-        // Xyzz* buckets[nbuckets] zeroed, Xyzz* partial[2 * nruns] zeroed); sorted entries
-        // index points < n; a thread (or lane pair) writes buckets it holds wholly and its own
-        // two slots. The pair kernel takes two threads a run in blocks of 128 (even).
+        // Xyzz* buckets[plan_nw * nb >= nbuckets] zeroed or (into) an earlier chunk's sums,
+        // Xyzz* partial[2 * nruns] zeroed, u32 into); sorted entries index points < n; a thread
+        // (or lane pair) reads and writes only the buckets that begin in its run, and writes
+        // its own two slots. The pair kernel takes two threads a run in blocks of 128 (even).
         unsafe { l.launch(cfg(lanes(pair_acc) * nruns, 128)) }
             .map_err(self.drv("launching msm_accumulate"))?;
         marks.mark(self, "accumulate");
@@ -1032,6 +1072,33 @@ impl GpuDevice {
         }
         drop(partial);
         marks.mark(self, "fix");
+        Ok(Buckets {
+            c,
+            nw: plan_nw,
+            sums: buckets,
+        })
+    }
+
+    /// Steps 7-9 (see msm.cu): the weighted sums of `held`'s windows, combined on the host.
+    fn window_sums<C: MsmCurve>(&self, held: Buckets, marks: &mut Steps) -> Result<C::Projective> {
+        let stream = self.stream().clone();
+        let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
+        let pair_kernel =
+            |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}_pair{}", C::SUFFIX));
+        let lanes = |pair: bool| if pair { 2 } else { 1 };
+        let alloc_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
+            // SAFETY: every element is written by the kernel that produces it before it is read.
+            unsafe { stream.alloc::<u64>(count * C::XYZZ_LIMBS) }
+                .map_err(self.drv("allocating MSM buckets"))
+        };
+        let Buckets {
+            c,
+            nw,
+            sums: buckets,
+        } = held;
+        let nb = 1usize << (c - 1);
+        let nbuckets = nw as usize * nb;
+        let uses = PairUse::for_curve::<C>();
 
         // 7. weighted window sums per segment
         let seg = (nbuckets / 65536).next_power_of_two().clamp(1, nb);

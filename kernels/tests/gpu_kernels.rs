@@ -12,6 +12,7 @@ use cuzk_kernels::reference;
 use cuzk_kernels::testdata::{
     filecoin_scalars, g1_points, g2_points, msm_g1_cpu, msm_g2_cpu, scalars, seed,
 };
+use cuzk_kernels::msm::WindowPlan;
 use cuzk_kernels::{field, GpuDevice, NttKind, NttOptions};
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve, Group};
@@ -1002,6 +1003,41 @@ fn msm_chunked_matches_blstrs() {
     assert!(dev
         .msm_chunked(&bases, 0..n, &dev.upload(&sc).unwrap(), 0, 0)
         .is_err());
+    // chunks add to the earlier chunks' buckets when their plan has the same width and no more
+    // windows: a full-width chunk, then one of shorter scalars whose plan has the first one's
+    // width and fewer windows (found with the planner itself, so the case cannot drift away
+    // from the path it tests), then full width again
+    let chunk = 1usize << 16;
+    let hist_of = |bits: usize| {
+        let mut h = vec![0u32; 257];
+        h[bits] = chunk as u32;
+        h
+    };
+    let full = WindowPlan::choose(&hist_of(255), chunk).unwrap();
+    let bits = (100..255)
+        .rev()
+        .find(|&b| {
+            let p = WindowPlan::choose(&hist_of(b), chunk).unwrap();
+            p.c == full.c && p.windows < full.windows
+        })
+        .expect("a shorter length planned at the full width with fewer windows");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xc4a1);
+    let two = Scalar::from(2u64);
+    let mut mixed = scalars(seed + 6, 3 * chunk);
+    for s in &mut mixed[chunk..2 * chunk] {
+        // 2^(bits - 1) plus random lower bits: exactly `bits` bits
+        *s = (0..bits - 1).fold(Scalar::ZERO, |v, _| {
+            v.double() + Scalar::from(u64::from(rng.next_u32() & 1))
+        }) + two.pow_vartime([bits as u64 - 1]);
+    }
+    let want = msm_g1_cpu(&pts[..3 * chunk], &mixed);
+    let got = dev
+        .msm_chunked(&bases, 0..3 * chunk, &dev.upload(&mixed).unwrap(), 0, chunk)
+        .unwrap();
+    assert_eq!(
+        got, want,
+        "G1 chunks of {chunk}: full width, {bits} bits ({full:?}), full width (seed {seed})"
+    );
     let m = 70_001;
     let p2 = g2_points(seed + 4, m);
     let s2 = scalars(seed + 5, m);
