@@ -8,11 +8,11 @@
 use blst::{blst_fp, blst_fp2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_kernels::layout::host;
+use cuzk_kernels::msm::WindowPlan;
 use cuzk_kernels::reference;
 use cuzk_kernels::testdata::{
     filecoin_scalars, g1_points, g2_points, msm_g1_cpu, msm_g2_cpu, scalars, seed,
 };
-use cuzk_kernels::msm::WindowPlan;
 use cuzk_kernels::{field, GpuDevice, NttKind, NttOptions};
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve, Group};
