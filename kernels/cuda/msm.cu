@@ -16,9 +16,9 @@
 //                   within each bin
 //   msm_run_first   run j (entries [j*k, (j+1)*k) of the bucket lists, across bucket and
 //                   window boundaries) learns the bucket its first entry belongs to
-//   msm_accumulate  one thread per run sums its affine points in XYZZ (from infinity, or from an
-//                   earlier chunk's bucket sums, which the chunks of one MSM share): exactly k additions
-//                   per thread, whatever the bucket sizes, so no warp waits for its largest
+//   msm_accumulate  one thread per run sums its affine points in XYZZ (from infinity, or from
+//                   the earlier chunks' bucket sums, which the chunks of one MSM share):
+//                   exactly k additions per thread, whatever the bucket sizes, so no warp waits for its largest
 //                   bucket; a bucket that ends inside the run and began in it is written to
 //                   `buckets` at once, the pieces of a bucket split over runs to `partial`
 //   msm_fix_round   pairwise sums of a split bucket's pieces (contiguous in `partial`),
@@ -453,10 +453,10 @@ DEVI u32 bucket_after(const u32* __restrict__ offsets, u32 nbuckets, u32 lo, u32
 // the slots in between that no bucket writes stay zero (infinity): `partial` must be zeroed
 // by the caller, and so must `buckets` unless `into` is set. With `into`, `buckets` holds an
 // earlier chunk's bucket sums (the same window plan) and this chunk adds to them: a bucket's
-// sum starts from buckets[b] instead of infinity where the bucket begins (in its first piece),
-// and a bucket without entries here keeps its value. The next entry is loaded before the current point is added,
-// so its memory latency overlaps the addition, and the next point too where
-// V::PREFETCH_POINT. Run t is V's work item t (msm_accumulate: one thread a run).
+// sum starts from buckets[b] instead of infinity where the bucket begins (in its first
+// piece), and a bucket without entries here keeps its value. The next entry is loaded before
+// the current point is added, so its memory latency overlaps the addition, and the next point
+// too where V::PREFETCH_POINT. Run t is V's work item t (msm_accumulate: one thread a run).
 template <class V>
 DEVI void accumulate_runs(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
                           const u32* __restrict__ offsets, u32 nbuckets, const u32* __restrict__ run_first, u32 nruns,

@@ -15,9 +15,9 @@
 //! with blstrs. Inputs of more than [`MAX_CHUNK`] points are processed in chunks, one after
 //! another; a chunk whose window plan has the previous chunks' width and no more windows adds
 //! its points to their bucket sums, so the windows are summed once (a chunk with another plan
-//! sums the buckets so far first). The bucket lists depend on the scalars only: scalars summed with two
-//! sets of bases (the B query in G1 and G2) can be sorted once ([`GpuDevice::msm_sort`],
-//! [`GpuDevice::msm_sorted`]).
+//! sums the buckets so far first). The bucket lists depend on the scalars only: scalars
+//! summed with two sets of bases (the B query in G1 and G2) can be sorted once
+//! ([`GpuDevice::msm_sort`], [`GpuDevice::msm_sorted`]).
 
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -617,9 +617,9 @@ impl GpuDevice {
 
     /// As [`GpuDevice::msm_at`], in chunks of at most `chunk` points (`chunk` >= 1; the
     /// result does not depend on it), one after another on the device's stream. Chunks with
-    /// the same window width (and a later one no more windows) share one set of bucket sums: measured on an
-    /// H200 (stop 39), a 32 GiB WindowPoSt partition's five two-chunk MSMs took 44 ms less,
-    /// a PoRep partition's 13 ms less.
+    /// the same window width (a later one with no more windows) share one set of bucket sums:
+    /// measured on an H200 (stop 39), a 32 GiB WindowPoSt partition's five two-chunk MSMs took
+    /// 44 ms less, a PoRep partition's 13 ms less.
     /// [`GpuDevice::msm_at`] uses [`MAX_CHUNK`]; smaller chunks are for tests of the chunked
     /// path.
     pub fn msm_chunked<C: MsmCurve>(
