@@ -24,7 +24,7 @@ use std::ops::Range;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{CudaSlice, CudaView, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 use group::Group;
 
 use crate::compile::{KernelModule, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE};
@@ -470,6 +470,15 @@ impl std::fmt::Debug for SortedScalars {
 /// `msm <what> n=<points>`.
 fn marks(what: &'static str, n: usize) -> Steps {
     Steps::new(msm_profile(), || format!("msm {what} n={n}"))
+}
+
+/// Threads an item of a step takes: two on lane pairs (`fp2_pair.cuh`), else one.
+fn lanes(pair: bool) -> usize {
+    if pair {
+        2
+    } else {
+        1
+    }
 }
 
 fn cfg(threads: usize, block: u32) -> LaunchConfig {
@@ -1008,9 +1017,7 @@ impl GpuDevice {
         // module, two threads where the one-lane kernel takes one
         let uses = PairUse::for_curve::<C>();
         let (pair_acc, pair_fix) = (uses.accumulate(), uses.pieces());
-        let pair_kernel =
-            |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}_pair{}", C::SUFFIX));
-        let lanes = |pair: bool| if pair { 2 } else { 1 };
+        let pair_kernel = |name: &str| self.pair_function::<C>(name);
         let f = if pair_acc {
             pair_kernel("msm_accumulate")?
         } else {
@@ -1084,13 +1091,17 @@ impl GpuDevice {
         })
     }
 
+    /// The lane-pair form of step `name` (see pair_use): `{name}_pair{suffix}` in the
+    /// accumulation module, two threads where the one-lane kernel takes one.
+    fn pair_function<C: MsmCurve>(&self, name: &str) -> Result<CudaFunction> {
+        self.function(&C::ACCUMULATE_MODULE, &format!("{name}_pair{}", C::SUFFIX))
+    }
+
     /// Steps 7-9 (see msm.cu): the weighted sums of `held`'s windows, combined on the host.
     fn window_sums<C: MsmCurve>(&self, held: Buckets, marks: &mut Steps) -> Result<C::Projective> {
         let stream = self.stream().clone();
         let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
-        let pair_kernel =
-            |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}_pair{}", C::SUFFIX));
-        let lanes = |pair: bool| if pair { 2 } else { 1 };
+        let pair_kernel = |name: &str| self.pair_function::<C>(name);
         let alloc_xyzz = |count: usize| -> Result<CudaSlice<u64>> {
             // SAFETY: every element is written by the kernel that produces it before it is read.
             unsafe { stream.alloc::<u64>(count * C::XYZZ_LIMBS) }
