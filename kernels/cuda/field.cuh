@@ -90,7 +90,8 @@ __constant__ u32 FR_R2[8] = {0xf3f29c6d, 0xc999e990, 0x87925c23, 0x2b6cedcb,
                              0x7254398f, 0x05d31496, 0x9f59ff11, 0x0748d9d9};
 
 // LOW_ONE: the modulus' two lowest words are 1 and 2^32 - 1 (Fr), so the reduction's first
-// product of each chain needs no multiply (eo_mad_n_redc).
+// product of each chain needs no multiply (eo_mad_n_redc), and the row's multiplier is a
+// negation (mi = -t0, since -r^-1 = -1 mod 2^32), computed by low_one_mi below.
 // SUM_HEADROOM: 4m < R (= 2^(32N)), so a sum of two products can share one reduction
 // (mul_sum); Fp has it (p < 2^381), Fr does not (r > 2^254). SUM4_HEADROOM: 5m < R, for four
 // (mul_sum4; 5p < 0.51 R).
@@ -108,6 +109,16 @@ struct FrCfg {
     static DEVI u32 r2(int i) { return FR_R2[i]; }
     static DEVI u32 inv() { return 0xffffffffu; }  // -r^-1 mod 2^32
 };
+
+// The reduction multiplier of a LOW_ONE row, mi = -t0 (mod 2^32), hidden from ptxas behind
+// a word it cannot see (OPAQUE_ZERO, 0 in constant memory). When ptxas knows mi = -t0 it
+// splits every product mi * m[j] of the row into IMAD.X and IMAD.HI.U32.X plus an IADD3.X
+// for the high word's addend, where it otherwise emits one IMAD.WIDE.U32.X: with the
+// plain negation an Fr product took 285 multiply-pipe slots (the high products two
+// each) and 352 instructions, with the hidden one 236 and 288 (SASS of NVRTC 13.0, sm_90).
+// One LOP3 (an ALU instruction) a row.
+__constant__ u32 OPAQUE_ZERO[1] = {0u};
+DEVI u32 low_one_mi(u32 t0) { return (0u - t0) ^ OPAQUE_ZERO[0]; }
 
 // Invariant: v < modulus (fully reduced), Montgomery form.
 template <class C>
@@ -280,7 +291,7 @@ DEVI void eo_redc_row(u32* even, u32* odd, const u32* mod_even, const u32* mod_o
         // inv = -1, m[0] = 1, m[1] = 2^32 - 1: mi = -even[0], mi * 1 = (mi, 0) and
         // mi * (2^32 - 1) = (-mi, mi - 1), or (0, 0) for mi = 0: four products of the
         // row's 2N become additions (the Fr product, the NTT's inner loop, is IMAD-bound)
-        u32 mi = 0u - even[0];
+        u32 mi = low_one_mi(even[0]);
         eo_cmad_n_given<N>(odd, mod_odd, mi, 0u - mi, mi ? mi - 1 : 0u);
         eo_cmad_n_given<N>(even, mod_even, mi, mi, 0u);
     } else {
@@ -337,7 +348,7 @@ DEVI Mont<C> redc_wide(const u32* t) {
     // with LOW_ONE (Fr: inv = -1, m[0] = 1, m[1] = 2^32 - 1) mi = -even[0], mi * m[0] = (mi, 0)
     // and mi * m[1] = (-mi, mi - 1), or (0, 0) for mi = 0, as in eo_mad_n_redc
     {
-        u32 mi = C::LOW_ONE ? 0u - even[0] : even[0] * C::inv();
+        u32 mi = C::LOW_ONE ? low_one_mi(even[0]) : even[0] * C::inv();
         eo_mul_n<N>(odd, mod + 1, mi);
         if (C::LOW_ONE) {
             odd[0] = 0u - mi;
@@ -356,7 +367,7 @@ DEVI Mont<C> redc_wide(const u32* t) {
         // them by instructions that do not touch the carry flag (PTX: only .cc ones do)
         ev[0] = add_cc(ev[0], od[1]);
         if (C::LOW_ONE) {
-            u32 mi = 0u - ev[0];
+            u32 mi = low_one_mi(ev[0]);
             eo_madc_n_rshift_given<N>(od, mod + 1, mi, 0u - mi, mi ? mi - 1 : 0u);
             eo_cmad_n_given<N>(ev, mod, mi, mi, 0u);
         } else {
