@@ -291,8 +291,11 @@ DEVI void eo_redc_row(u32* even, u32* odd, const u32* mod_even, const u32* mod_o
         // inv = -1, m[0] = 1, m[1] = 2^32 - 1: mi = -even[0], mi * 1 = (mi, 0) and
         // mi * (2^32 - 1) = (-mi, mi - 1), or (0, 0) for mi = 0: four products of the
         // row's 2N become additions (the Fr product, the NTT's inner loop, is IMAD-bound)
-        u32 mi = low_one_mi(even[0]);
-        eo_cmad_n_given<N>(odd, mod_odd, mi, 0u - mi, mi ? mi - 1 : 0u);
+        // -mi is t0 itself: passed as it is, not negated again (ptxas cannot see through
+        // low_one_mi: negated, it took a product 3 more multiply-pipe instructions)
+        const u32 t0 = even[0];
+        const u32 mi = low_one_mi(t0);
+        eo_cmad_n_given<N>(odd, mod_odd, mi, t0, mi ? mi - 1 : 0u);
         eo_cmad_n_given<N>(even, mod_even, mi, mi, 0u);
     } else {
         u32 mi = even[0] * C::inv();
@@ -348,10 +351,11 @@ DEVI Mont<C> redc_wide(const u32* t) {
     // with LOW_ONE (Fr: inv = -1, m[0] = 1, m[1] = 2^32 - 1) mi = -even[0], mi * m[0] = (mi, 0)
     // and mi * m[1] = (-mi, mi - 1), or (0, 0) for mi = 0, as in eo_mad_n_redc
     {
-        u32 mi = C::LOW_ONE ? low_one_mi(even[0]) : even[0] * C::inv();
+        const u32 t0 = even[0];
+        u32 mi = C::LOW_ONE ? low_one_mi(t0) : t0 * C::inv();
         eo_mul_n<N>(odd, mod + 1, mi);
         if (C::LOW_ONE) {
-            odd[0] = 0u - mi;
+            odd[0] = t0;
             odd[1] = mi ? mi - 1 : 0u;
             eo_cmad_n_given<N>(even, mod, mi, mi, 0u);
         } else {
@@ -367,8 +371,9 @@ DEVI Mont<C> redc_wide(const u32* t) {
         // them by instructions that do not touch the carry flag (PTX: only .cc ones do)
         ev[0] = add_cc(ev[0], od[1]);
         if (C::LOW_ONE) {
-            u32 mi = low_one_mi(ev[0]);
-            eo_madc_n_rshift_given<N>(od, mod + 1, mi, 0u - mi, mi ? mi - 1 : 0u);
+            const u32 t0 = ev[0];
+            const u32 mi = low_one_mi(t0);
+            eo_madc_n_rshift_given<N>(od, mod + 1, mi, t0, mi ? mi - 1 : 0u);
             eo_cmad_n_given<N>(ev, mod, mi, mi, 0u);
         } else {
             u32 mi = ev[0] * C::inv();
