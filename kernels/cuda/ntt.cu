@@ -241,7 +241,7 @@ DEVI void scale_even(const SplitFr& buf, const Fr& f, u32 nb, u32 tid, u32 nthr)
 // `stage` is the matching coset stage table (see the top). Plain transforms do not read ct.
 // flags: NTT_REV (s == 0 only) fuses the bit reversal; NTT_TOP_INV: `top` holds the forward
 // powers and this pass wants the inverse twiddles. top: the top table, or null.
-template <bool DIF, bool COSET, bool LAZY>
+template <bool DIF, bool COSET, bool LAZY, bool FIRST = false>
 DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                         const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
@@ -384,11 +384,17 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
     if (DIF && (k & 1)) ntt_radix2<true, COSET, LAZY>(buf, tw, s, k, k - 1, tid, nthr, nb);
     for (; DIF ? i >= 0 : i + 1 < (int)k; i += DIF ? -2 : 2) {
         const u32 h = 1u << i;
+        // ntt_pass_s0's step at stages 3 and 4 (i == 2, h == 4): j' from the top two bits
+        // of the thread's index in its column (the rest picks the group), so that each warp
+        // has one j' when a column has 128 threads (k == 9); the warp with j' == 0 then skips
+        // its products by one (below). Any other order of the groups gives the same result.
+        const bool jp_high = FIRST && i == 2 && k >= NTT_MAX_K;
         for (u32 q = tid; q < (nb >> 2); q += nthr) {
             const u32 col = q >> (k - 2);
             const u32 qi = q & ((1u << (k - 2)) - 1);
-            const u32 jp = qi & (h - 1);
-            const u32 j0 = (col << k) + ((qi >> i) << (i + 2)) + jp;
+            const u32 jp = jp_high ? qi >> (k - 4) : qi & (h - 1);
+            const u32 grp = jp_high ? qi & ((1u << (k - 4)) - 1) : qi >> i;
+            const u32 j0 = (col << k) + (grp << (i + 2)) + jp;
             const u32 tb = s == 0 ? 0u : col << k;
             Fr x0 = buf.get(pad(j0));
             Fr x1 = buf.get(pad(j0 + h));
@@ -399,7 +405,10 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
             // butterflies ((x, y t) for DIT, (x + y, (x - y) t) for DIF) and in this order
             // because other forms of the same skips took ntt_pass to 88-96 registers and
             // ntt_pass_dif to 82, which costs a block an SM (80 fit 6 blocks of 128 threads).
-            const bool one = !COSET && s == 0 && i == 0;
+            // In a pass with s == 0 every step's butterflies with j' == 0 have twiddle 1 too
+            // (stage i + 1's w_{2h}^0 and stage i + 2's (x0, x2) w_{4h}^0): ntt_pass_s0 skips
+            // them at i == 2, where a warp shares j'.
+            const bool one = !COSET && s == 0 && (i == 0 || (jp_high && jp == 0));
             if (!DIF) {
                 if (!one) {
                     const Fr t1 = tw.get(tb + h + jp);
@@ -477,6 +486,20 @@ extern "C" __global__ void ntt_pass(Fr* dst, const Fr* src, u32 logn, u32 s, u32
                                     const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
                                     const Fr* __restrict__ top) {
     ntt_pass_body<false, false, true>(dst, src, logn, s, k, c, flags, small, root_lo, root_hi, stage, top, nullptr, nullptr);
+}
+
+// ntt_pass for the pass with s == 0 of a plain (not coset) DIT network, with s == 0 compiled in
+// and the products by one of the step at stages 3 and 4 skipped by the warp whose j' is 0 (see
+// jp_high): a quarter of that step's threads skip three of its four products. The same
+// arguments (s is ignored), launch shape and shared memory as ntt_pass. __maxnreg__(80) keeps
+// six blocks of 128 threads an SM (the per-warp j' takes ptxas to 86 registers otherwise).
+extern "C" __global__ void __maxnreg__(80) ntt_pass_s0(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c,
+                                                        u32 flags, const Fr* __restrict__ small,
+                                                        const Fr* __restrict__ root_lo,
+                                                        const Fr* __restrict__ root_hi,
+                                                        const Fr* __restrict__ stage, const Fr* __restrict__ top) {
+    ntt_pass_body<false, false, true, true>(dst, src, logn, 0u, k, c, flags, small, root_lo, root_hi, stage, top, nullptr,
+                                            nullptr);
 }
 
 // The same launch shape and shared memory as ntt_pass; the host runs the passes in reverse.

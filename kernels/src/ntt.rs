@@ -813,6 +813,13 @@ impl GpuDevice {
             (true, true) => "ntt_pass_dif_coset",
         };
         let pass_fn = self.function(&NTT, name)?;
+        // a plain DIT network's pass with s = 0 has its own kernel (ntt.cu: s known, and a warp
+        // of the stage-3 step that shares j' = 0 skips its products by one)
+        let s0_fn = if !dif && coset.is_none() {
+            Some(self.function(&NTT, "ntt_pass_s0")?)
+        } else {
+            None
+        };
         let tables = PassTables {
             small,
             root_lo,
@@ -844,7 +851,11 @@ impl GpuDevice {
                 Some(v) => (&mut v.inner, None),
                 None => (&mut data.inner, None),
             };
-            self.launch_pass(&pass_fn, dst, src, log_n, p, flags, &tables)?;
+            let f = match &s0_fn {
+                Some(f) if p.s == 0 => f,
+                _ => &pass_fn,
+            };
+            self.launch_pass(f, dst, src, log_n, p, flags, &tables)?;
             steps.mark(
                 self,
                 format_args!("pass s={} k={} c={} flags={flags}", p.s, p.k, p.c),
@@ -916,9 +927,9 @@ impl GpuDevice {
                 b.arg(low)
             }
         };
-        // SAFETY: ntt_pass and ntt_pass_dif(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k,
-        // u32 c, u32 flags, const Fr* small[256], const Fr* root_lo[2^14], const Fr*
-        // root_hi[2^14], const Fr* stage, const Fr* top), and their _coset forms with last
+        // SAFETY: ntt_pass, ntt_pass_s0 (only for s = 0) and ntt_pass_dif(Fr* dst, const Fr*
+        // src, u32 logn, u32 s, u32 k, u32 c, u32 flags, const Fr* small[256], const Fr*
+        // root_lo[2^14], const Fr* root_hi[2^14], const Fr* stage, const Fr* top), and the _coset forms with last
         // arguments const Fr* ct[29], const Fr* top, const Fr* low[512] instead of top, with
         // s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0), 2^(log_n-k-c)
         // blocks and the dynamic shared memory of Pass::shared_bytes, touch src and dst
