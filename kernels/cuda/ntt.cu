@@ -7,7 +7,8 @@
 // - ntt_pass_dif runs the transposed network: the same passes in reverse order, stages in
 //   reverse within each, Gentleman-Sande butterflies (x, y) -> (x + y, (x - y) t) with the
 //   same twiddles: natural order in, bit-reversed order out, no permutation.
-// - The first pass (s = 0) takes 2^c consecutive columns (contiguous).
+// - The first pass (s = 0) takes 2^c consecutive columns (contiguous). A plain DIT network
+//   runs it as ntt_pass_s0 (below), which also skips stage 3's products by one a warp.
 // - A later pass (s > 0) takes 2^c adjacent columns (low .. low + 2^c - 1), so each read
 //   and write of a warp covers runs of 2^c consecutive elements (32 * 2^c bytes).
 // - Each thread runs two stages at a time on 4 elements in registers (radix-4 step).
@@ -241,7 +242,7 @@ DEVI void scale_even(const SplitFr& buf, const Fr& f, u32 nb, u32 tid, u32 nthr)
 // `stage` is the matching coset stage table (see the top). Plain transforms do not read ct.
 // flags: NTT_REV (s == 0 only) fuses the bit reversal; NTT_TOP_INV: `top` holds the forward
 // powers and this pass wants the inverse twiddles. top: the top table, or null.
-template <bool DIF, bool COSET, bool LAZY, bool FIRST = false>
+template <bool DIF, bool COSET, bool LAZY, bool S0 = false>
 DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u32 flags,
                         const Fr* __restrict__ small, const Fr* __restrict__ root_lo,
                         const Fr* __restrict__ root_hi, const Fr* __restrict__ stage,
@@ -388,7 +389,7 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         // of the thread's index in its column (the rest picks the group), so that each warp
         // has one j' when a column has 128 threads (k == 9); the warp with j' == 0 then skips
         // its products by one (below). Any other order of the groups gives the same result.
-        const bool jp_high = FIRST && i == 2 && k >= NTT_MAX_K;
+        const bool jp_high = S0 && i == 2 && k >= NTT_MAX_K;
         for (u32 q = tid; q < (nb >> 2); q += nthr) {
             const u32 col = q >> (k - 2);
             const u32 qi = q & ((1u << (k - 2)) - 1);

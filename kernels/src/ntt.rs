@@ -929,8 +929,8 @@ impl GpuDevice {
         };
         // SAFETY: ntt_pass, ntt_pass_s0 (only for s = 0) and ntt_pass_dif(Fr* dst, const Fr*
         // src, u32 logn, u32 s, u32 k, u32 c, u32 flags, const Fr* small[256], const Fr*
-        // root_lo[2^14], const Fr* root_hi[2^14], const Fr* stage, const Fr* top), and the _coset forms with last
-        // arguments const Fr* ct[29], const Fr* top, const Fr* low[512] instead of top, with
+        // root_lo[2^14], const Fr* root_hi[2^14], const Fr* stage, const Fr* top), and the
+        // _coset forms with last arguments const Fr* ct[29], const Fr* top, const Fr* low[512] instead of top, with
         // s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0), 2^(log_n-k-c)
         // blocks and the dynamic shared memory of Pass::shared_bytes, touch src and dst
         // indices < 2^log_n: dst has that length (the

@@ -12,23 +12,8 @@ use std::process::Command;
 
 use cuzk_kernels::compile::{compile_module, compile_module_with, KernelModule, FIELD, NTT};
 
-/// The Fr kernels whose products must each be whole `IMAD.WIDE` multiplies: the NTT passes
-/// (every form), the element-wise products of the H polynomial, and the product-rate probe.
-const NTT_KERNELS: &[&str] = &[
-    "ntt_pass",
-    "ntt_pass_s0",
-    "ntt_pass_dif",
-    "ntt_pass_coset",
-    "ntt_pass_dif_coset",
-    "ntt_distribute",
-    "fr_mul_assign",
-    "fr_mul_sub",
-    "fr_mul_sub_scaled",
-];
-const FIELD_KERNELS: &[&str] = &["fr_mul_rate"];
-
-/// The NTT pass kernels and the most registers each may take: 80 a thread fit six blocks of
-/// 128 threads an SM (65,536 registers), which the passes were measured at.
+/// The NTT pass kernels (every form). Each must fit six blocks of 128 threads an SM: at most
+/// [`PASS_MAX_REGISTERS`] registers (65,536 / 768), which the passes were measured at.
 const PASS_KERNELS: &[&str] = &[
     "ntt_pass",
     "ntt_pass_s0",
@@ -36,6 +21,16 @@ const PASS_KERNELS: &[&str] = &[
     "ntt_pass_coset",
     "ntt_pass_dif_coset",
 ];
+/// The NTT module's other Fr kernels with products: the H polynomial's element-wise products
+/// and the coset distribution. With [`PASS_KERNELS`], every product must be whole `IMAD.WIDE`.
+const ELEMENT_KERNELS: &[&str] = &[
+    "ntt_distribute",
+    "fr_mul_assign",
+    "fr_mul_sub",
+    "fr_mul_sub_scaled",
+];
+/// The field module's Fr product-rate probe.
+const FIELD_KERNELS: &[&str] = &["fr_mul_rate"];
 const PASS_MAX_REGISTERS: u32 = 80;
 
 fn nvdisasm() -> PathBuf {
@@ -136,7 +131,12 @@ fn kernels_sass_parser_reads_opcodes_and_predicates() {
 /// negation (field.cuh, `low_one_mi`).
 #[test]
 fn kernels_sass_fr_products_are_whole_wide_multiplies() {
-    for (module, names) in [(&NTT, NTT_KERNELS), (&FIELD, FIELD_KERNELS)] {
+    let ntt_kernels: Vec<&str> = PASS_KERNELS
+        .iter()
+        .chain(ELEMENT_KERNELS)
+        .copied()
+        .collect();
+    for (module, names) in [(&NTT, &ntt_kernels[..]), (&FIELD, FIELD_KERNELS)] {
         let kernels = sass(module);
         for name in names {
             let ops = kernels
@@ -160,14 +160,14 @@ fn kernels_sass_fr_products_are_whole_wide_multiplies() {
 
 /// ptxas's verbose log: registers and spill bytes of each entry function.
 fn registers(log: &str) -> HashMap<String, (u32, u32)> {
+    let number_before = |text: &str, key: &str| -> Option<u32> {
+        let at = text.find(key)?;
+        text[..at].split_whitespace().last()?.parse().ok()
+    };
     let mut out = HashMap::new();
     for part in log.split("Compiling entry function '").skip(1) {
         let Some((name, body)) = part.split_once('\'') else {
             continue;
-        };
-        let number_before = |text: &str, key: &str| -> Option<u32> {
-            let at = text.find(key)?;
-            text[..at].split_whitespace().last()?.parse().ok()
         };
         let regs = body
             .split("Used ")
