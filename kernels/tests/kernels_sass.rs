@@ -1,6 +1,8 @@
-//! What ptxas makes of the Fr kernels that bound the NTT, read on a machine with no GPU: the
-//! SASS by `nvdisasm` and the register counts by ptxas's verbose log (stop 40 found ptxas
-//! splitting every reduction product of the Fr product in three, which cost the 2^27 NTT 5%).
+//! What ptxas makes of the Fr kernels that bound the NTT, and of the G1 accumulation, read on a
+//! machine with no GPU: the SASS by `nvdisasm` and the register counts by ptxas's verbose log
+//! (stop 40 found ptxas splitting every reduction product of the Fr product in three, which
+//! cost the 2^27 NTT 5%; stop 41 measured a G1 accumulation four registers over its three
+//! blocks an SM 1.2% slower).
 //!
 //! Needs `libnvrtc.so.13` (as `kernels_compile`) and `nvdisasm`: `$CUZK_NVDISASM`, else
 //! `nvdisasm` on the PATH (CI: `pip install --target .ci/nvdisasm 'nvidia-cuda-nvdisasm==13.*'`).
@@ -10,7 +12,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use cuzk_kernels::compile::{compile_module, compile_module_with, KernelModule, FIELD, NTT};
+use cuzk_kernels::compile::{
+    compile_module, compile_module_with, KernelModule, FIELD, MSM_G1_ACCUMULATE, NTT,
+};
 
 /// The NTT pass kernels (every form). Each must fit six blocks of 128 threads an SM: at most
 /// [`PASS_MAX_REGISTERS`] registers (65,536 / 768), which the passes were measured at.
@@ -32,6 +36,9 @@ const ELEMENT_KERNELS: &[&str] = &[
 /// The field module's Fr product-rate probe.
 const FIELD_KERNELS: &[&str] = &["fr_mul_rate"];
 const PASS_MAX_REGISTERS: u32 = 80;
+/// The G1 accumulation's registers for three blocks of 128 threads an SM (65,536 / 384,
+/// rounded down to ptxas's allocation unit of 8).
+const G1_ACCUMULATE_MAX_REGISTERS: u32 = 168;
 
 fn nvdisasm() -> PathBuf {
     std::env::var_os("CUZK_NVDISASM")
@@ -199,4 +206,24 @@ fn kernels_sass_ntt_passes_fit_six_blocks_an_sm() {
         );
         assert_eq!(spills, 0, "{name} spills {spills} bytes");
     }
+}
+
+/// The G1 accumulation (most of a G1 MSM's time) fits three blocks of 128 threads an SM and
+/// spills nothing. Measured on an H200 (stop 41, lazily reduced Fp, branch `stop41-lazy-fp`):
+/// the same kernel at 172 registers (two blocks an SM) made the 2^26 MSM 395.2 -> 400.0 ms, and
+/// held to 168 by launch bounds, with 52 bytes of spills in its loop, 420.7 ms.
+#[test]
+fn kernels_sass_g1_accumulation_fits_three_blocks_an_sm() {
+    let (_, log) = compile_module_with(&MSM_G1_ACCUMULATE, "sm_90", &["--ptxas-options=-v"])
+        .expect("the G1 accumulation module compiles with NVRTC");
+    let regs = registers(&log);
+    let name = "msm_accumulate_g1";
+    let (r, spills) = *regs
+        .get(name)
+        .unwrap_or_else(|| panic!("no ptxas report for {name} in:\n{log}"));
+    assert!(
+        r <= G1_ACCUMULATE_MAX_REGISTERS,
+        "{name}: {r} registers, more than {G1_ACCUMULATE_MAX_REGISTERS} (fewer than three blocks an SM)"
+    );
+    assert_eq!(spills, 0, "{name} spills {spills} bytes");
 }
