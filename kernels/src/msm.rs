@@ -62,6 +62,13 @@ pub trait MsmCurve: Send + Sync + 'static {
     /// of every Fp2 value, `fp2_pair.cuh`) of `msm_accumulate`, `msm_fix_round` and
     /// `msm_segments`, named `{kernel}_pair{SUFFIX}`: G2's.
     const PAIR_KERNELS: bool;
+    /// Mean bucket sizes a run of the accumulation holds (at least 4: see `run_factor`). Longer
+    /// runs split fewer buckets (whose pieces cost the piece sums) and make fewer threads.
+    /// Measured on an H200 (stop 41, `CUZK_MSM_RUN_FACTOR`, random scalars): G2 2^24 344.6-344.8
+    /// ms at 4, 341.6-341.9 at 8 (piece sums 10.0 -> 4.7 ms), 342.4 at 16, 2^20 and 2^22 the
+    /// same; G1 2^26 395.5-395.7 at 4, 396.8-397.4 at 8, and 2^20 / 2^22 10.5 / 32.2 ms at 4
+    /// against 12.0 / 39.2 at 8 (too few threads). So 4 for G1, 8 for G2 (two threads a run).
+    const RUN_FACTOR: usize;
     /// Converts device XYZZ limbs (Montgomery form) to a projective point.
     fn from_xyzz(limbs: &[u64]) -> Self::Projective;
 }
@@ -82,6 +89,7 @@ impl MsmCurve for G1 {
     const XYZZ_LIMBS: usize = 24;
     const NAME: &'static str = "G1";
     const PAIR_KERNELS: bool = false;
+    const RUN_FACTOR: usize = 4;
     fn from_xyzz(l: &[u64]) -> G1Projective {
         if l[12..18].iter().all(|&x| x == 0) {
             return G1Projective::identity();
@@ -108,6 +116,7 @@ impl MsmCurve for G2 {
     const XYZZ_LIMBS: usize = 48;
     const NAME: &'static str = "G2";
     const PAIR_KERNELS: bool = true;
+    const RUN_FACTOR: usize = 8;
     fn from_xyzz(l: &[u64]) -> G2Projective {
         if l[24..36].iter().all(|&x| x == 0) {
             return G2Projective::identity();
@@ -242,6 +251,22 @@ fn direct_scatter() -> bool {
     DIRECT.get("CUZK_MSM_SCATTER", "direct", false, |v| {
         (v == "direct").then_some(true)
     })
+}
+
+/// How many mean bucket sizes a run of the accumulation holds (step 5 of the bucket lists):
+/// the curve's [`MsmCurve::RUN_FACTOR`], unless `CUZK_MSM_RUN_FACTOR` was a whole number from 4
+/// to 64 when the process first asked (for measurements; every length gives the same sums, and
+/// lengths from 4 keep the runs and piece slots within what [`msm_scratch_bytes`] counts).
+fn run_factor<C: MsmCurve>() -> usize {
+    static FACTOR: Knob<Option<usize>> = Knob::new();
+    FACTOR
+        .get(
+            "CUZK_MSM_RUN_FACTOR",
+            "a whole number from 4 to 64",
+            None,
+            |v| v.parse().ok().filter(|f| (4..=64).contains(f)).map(Some),
+        )
+        .unwrap_or(C::RUN_FACTOR)
 }
 
 /// The lane-pair steps to use: [`PairUse::Auto`], unless `CUZK_MSM_G2_PAIR` was `0` (none),
@@ -923,11 +948,12 @@ impl GpuDevice {
         // every thread makes k additions whatever the bucket sizes (with one thread per bucket,
         // a warp waited for its largest bucket: 85% of the additions' time did work for random
         // G1 scalars at 2^26, 73% for G2 at 2^24, from the Poisson spread of bucket sizes).
-        // k is four times the mean bucket size, so there are at most nbuckets / 4 + 1 runs
-        // and nbuckets / 2 + 2 piece slots (msm_scratch_bytes counts 1.25 nbuckets + 1); each
-        // run boundary splits a bucket, whose pieces cost one more (non-mixed) addition: at
-        // twice the mean, that was 38 ms of a 2^24 G2 MSM.
-        let k = (4 * entries.div_ceil(nbuckets)).max(16) as u32;
+        // k is at least four times the mean bucket size (run_factor: 4 for G1, 8 for G2), so
+        // there are at most nbuckets / 4 + 1 runs and nbuckets / 2 + 2 piece slots
+        // (msm_scratch_bytes counts 1.25 nbuckets + 1); each run boundary splits a bucket,
+        // whose pieces cost one more (non-mixed) addition: at twice the mean, that was 38 ms of
+        // a 2^24 G2 MSM, at four times 10.0 ms, at eight 4.7 ms.
+        let k = (run_factor::<C>() * entries.div_ceil(nbuckets)).max(16) as u32;
         let nruns = entries.div_ceil(k as usize);
         let mut run_first = alloc_u32(nruns)?;
         let mut longest = alloc_u32(1)?;
