@@ -14,16 +14,32 @@ use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
-use cuzk_kernels::{msm_scratch_bytes, DeviceBuffer, G1Bases, GpuDevice, NttKind, G1};
+use cuzk_kernels::{
+    msm_scratch_bytes, Bases, DeviceBuffer, G1Bases, GpuDevice, MsmCurve, NttKind, G1, G2,
+};
 
-/// `n` G1 bases on the device: min(n, 2^22) distinct random points, repeated.
-fn tiled_g1_bases(dev: &GpuDevice, n: usize) -> Result<G1Bases, Box<dyn std::error::Error>> {
-    let uniq = g1_points(2, n.min(1 << 22));
+/// What every bench step returns: a device error, or one of the arguments', ends the run with
+/// its message (no step panics on a device error).
+type BenchResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
+
+/// The values `--only` takes: one table (or one of the extra measurements) instead of all.
+const ONLY: &[&str] = &["rates", "ntt", "g1", "g2", "overlap", "chunked"];
+
+/// `n` bases on the device: the points of `uniq` repeated, built on the host and uploaded.
+fn tiled_bases<C: MsmCurve>(dev: &GpuDevice, uniq: &[C::Affine], n: usize) -> BenchResult<Bases<C>>
+where
+    C::Affine: Clone,
+{
     let mut pts = Vec::with_capacity(n);
     while pts.len() < n {
         pts.extend_from_slice(&uniq[..uniq.len().min(n - pts.len())]);
     }
-    Ok(dev.upload_g1_bases(&pts)?)
+    Ok(dev.upload_bases::<C>(&pts)?)
+}
+
+/// `n` G1 bases on the device: min(n, 2^22) distinct random points, repeated.
+fn tiled_g1_bases(dev: &GpuDevice, n: usize) -> BenchResult<G1Bases> {
+    tiled_bases::<G1>(dev, &g1_points(2, n.min(1 << 22)), n)
 }
 
 /// Bytes of memory the host can still give this process (Linux `MemAvailable`), or 0 where
@@ -69,31 +85,48 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn time<F: FnMut()>(runs: usize, mut f: F) -> Duration {
-    f(); // warm-up (also compiles or loads the kernels)
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
+/// The median time of `runs` calls of `f` after one untimed call (the warm-up, which also
+/// compiles or loads the kernels); the first error ends the measurement.
+fn time<F: FnMut() -> cuzk_kernels::Result<()>>(
+    runs: usize,
+    mut f: F,
+) -> cuzk_kernels::Result<Duration> {
+    f()?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed());
+    }
+    Ok(median(times))
 }
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // the error's message (Display), not its Debug form
+            eprintln!("kernels_bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> BenchResult {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
-    let only = args
-        .iter()
-        .position(|a| a == "--only")
-        .and_then(|i| args.get(i + 1))
-        .cloned();
+    // --only WHAT: one of ONLY; a missing or unknown WHAT is an error, not every table
+    let only = match args.iter().position(|a| a == "--only") {
+        None => None,
+        Some(i) => match args.get(i + 1) {
+            Some(what) if ONLY.contains(&what.as_str()) => Some(what.clone()),
+            _ => return Err(format!("--only takes one of {}", ONLY.join(", ")).into()),
+        },
+    };
     let want = |what: &str| only.as_deref().is_none_or(|o| o == what);
     // --max-log N: the largest G1 MSM, 2^N; a missing or out-of-range N is an error, not the default
     let max_log = match args.iter().position(|a| a == "--max-log") {
@@ -196,7 +229,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// A G1 MSM of 2^27 points (a partition's H MSM, in two chunks of `msm::MAX_CHUNK`) over
 /// random and witness-shaped scalars, bases and scalars on the device. Only with `--only
 /// chunked` (about 25 GiB of device memory, 15 GiB of host memory).
-fn bench_chunked(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn bench_chunked(dev: &GpuDevice, runs: usize) -> BenchResult {
     let n = 1usize << 27;
     let bases = tiled_g1_bases(dev, n)?;
     println!("\n## G1 MSM 2^27, two chunks of 2^26 (bases and scalars on the device)");
@@ -209,8 +242,8 @@ fn bench_chunked(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
         let d = dev.upload(&sc)?;
         drop(sc);
         let t = time(runs.min(3), || {
-            dev.msm_g1_device(&bases, 0..n, &d).expect("msm");
-        });
+            dev.msm_g1_device(&bases, 0..n, &d).map(drop)
+        })?;
         println!("| {what} | {:.1} |", ms(t));
     }
     Ok(())
@@ -220,7 +253,7 @@ fn bench_chunked(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
 /// 2^27 (a partition's NTT phase), a G1 MSM of 2^26 random scalars (half of its H MSM) and
 /// G1 MSMs of 2^26 witness-shaped scalars (its L, A and B MSMs are such). Only with
 /// `--only overlap`.
-fn bench_overlap(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn bench_overlap(dev: &GpuDevice, runs: usize) -> BenchResult {
     println!("\n## Two streams at once (G1, H200 partition shapes)");
     let side = dev.side_stream()?;
     let n = 1usize << 26;
@@ -241,13 +274,13 @@ fn bench_overlap(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
     let h = |d: &GpuDevice, abc: &mut [DeviceBuffer<Scalar>; 3]| h_polynomial(d, abc, z);
     let msm = |d: &GpuDevice, s: &DeviceBuffer<Scalar>, k: usize| {
         for _ in 0..k {
-            d.msm_g1_device(&bases, 0..n, s).expect("msm");
+            d.msm_g1_device(&bases, 0..n, s)?;
         }
-        d.synchronize().expect("sync");
+        d.synchronize()
     };
-    let t_h = time(runs, || h(&side, &mut abc));
-    let t_r = time(runs, || msm(dev, &rnd, 1));
-    let t_f3 = time(runs, || msm(dev, &fil, 3));
+    let t_h = time(runs, || h(&side, &mut abc))?;
+    let t_r = time(runs, || msm(dev, &rnd, 1))?;
+    let t_f3 = time(runs, || msm(dev, &fil, 3))?;
     println!(
         "alone: H 2^27 {:.1} ms, MSM 2^26 random {:.1} ms, 3 x MSM 2^26 witness-shaped {:.1} ms",
         ms(t_h),
@@ -256,24 +289,29 @@ fn bench_overlap(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
     );
     println!("| side stream | main stream | in turn ms | at once ms | saved |");
     println!("|---|---|---|---|---|");
+    type Step<'a> = &'a (dyn Fn() -> cuzk_kernels::Result<()> + Sync);
     let pair = |name_a: &str,
                 name_b: &str,
                 alone: Duration,
-                fa: &mut dyn FnMut(),
-                fb: &(dyn Fn() + Sync)| {
+                fa: &mut dyn FnMut() -> cuzk_kernels::Result<()>,
+                fb: Step|
+     -> cuzk_kernels::Result<()> {
         let both = time(runs, || {
             std::thread::scope(|sc| {
                 let j = sc.spawn(fb);
-                fa();
-                j.join().expect("thread");
+                let a = fa();
+                // a panic on the other thread is passed on as it is
+                let b = j.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                a.and(b)
             })
-        });
+        })?;
         println!(
             "| {name_a} | {name_b} | {:.1} | {:.1} | {:.1}% |",
             ms(alone),
             ms(both),
             100.0 * (1.0 - both.as_secs_f64() / alone.as_secs_f64())
         );
+        Ok(())
     };
     pair(
         "H 2^27",
@@ -281,38 +319,42 @@ fn bench_overlap(dev: &GpuDevice, runs: usize) -> Result<(), Box<dyn std::error:
         t_h + t_f3,
         &mut || h(&side, &mut abc),
         &|| msm(dev, &fil, 3),
-    );
+    )?;
     pair(
         "H 2^27",
         "MSM random",
         t_h + t_r,
         &mut || h(&side, &mut abc),
         &|| msm(dev, &rnd, 1),
-    );
+    )?;
     pair(
         "MSM random (side)",
         "3 x MSM witness-shaped",
         t_r + t_f3,
         &mut || msm(&side, &rnd, 1),
         &|| msm(dev, &fil, 3),
-    );
+    )?;
     Ok(())
 }
 
 /// Groth16's H on the device as the engine runs it (engine/src/cuda/ntt.rs): a, b, c each
 /// from evaluations to the coset, `(a*b - c) / Z`, back to coefficients in `a`; `z` is
 /// [`cuzk_kernels::coset_z_inverse`] of the size. Ends with a device synchronisation.
-fn h_polynomial(dev: &GpuDevice, abc: &mut [DeviceBuffer<Scalar>; 3], z: Scalar) {
+fn h_polynomial(
+    dev: &GpuDevice,
+    abc: &mut [DeviceBuffer<Scalar>; 3],
+    z: Scalar,
+) -> cuzk_kernels::Result<()> {
     let [a, b, c] = abc;
     for v in [&mut *a, &mut *b, &mut *c] {
-        dev.evaluations_to_coset(v).expect("ntt");
+        dev.evaluations_to_coset(v)?;
     }
-    dev.fr_mul_sub_assign(a, b, c).expect("mul_sub");
-    dev.ntt_scaled(a, NttKind::CosetInverse, z).expect("ntt");
-    dev.synchronize().expect("sync");
+    dev.fr_mul_sub_assign(a, b, c)?;
+    dev.ntt_scaled(a, NttKind::CosetInverse, z)?;
+    dev.synchronize()
 }
 
-fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> BenchResult {
     println!("\n## Fr NTT (forward, data on the device)");
     println!("| size | cuzk ms | sppark ms | target ms |");
     println!("|---|---|---|---|");
@@ -321,9 +363,9 @@ fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn st
     for log in 20..=max_ntt {
         let mut buf = dev.upload(&data[..1 << log])?;
         let t = time(runs, || {
-            dev.ntt(&mut buf, NttKind::Forward).expect("ntt");
-            dev.synchronize().expect("sync");
-        });
+            dev.ntt(&mut buf, NttKind::Forward)?;
+            dev.synchronize()
+        })?;
         let sppark = match log {
             20 => "0.26",
             24 => "4.42",
@@ -367,22 +409,22 @@ fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn st
         let six = median(six);
         let twiddles = time(runs, || {
             let [a, b, c] = &mut bufs;
-            dev.h_polynomial_scaled(a, b, c).expect("h");
-            dev.synchronize().expect("sync");
-        });
-        let fused = time(runs, || h_polynomial(dev, &mut bufs, z));
+            dev.h_polynomial_scaled(a, b, c)?;
+            dev.synchronize()
+        })?;
+        let fused = time(runs, || h_polynomial(dev, &mut bufs, z))?;
         let plain = time(runs, || {
             let [a, b, c] = &mut bufs;
             for v in [&mut *a, &mut *b, &mut *c] {
-                dev.ntt(v, NttKind::Inverse).expect("ntt");
-                dev.ntt(v, NttKind::CosetForward).expect("ntt");
+                dev.ntt(v, NttKind::Inverse)?;
+                dev.ntt(v, NttKind::CosetForward)?;
             }
-            dev.fr_mul_assign(a, b).expect("mul");
-            dev.fr_sub_assign(a, c).expect("sub");
-            dev.fr_scale(a, z).expect("scale");
-            dev.ntt(a, NttKind::CosetInverse).expect("ntt");
-            dev.synchronize().expect("sync");
-        });
+            dev.fr_mul_assign(a, b)?;
+            dev.fr_sub_assign(a, c)?;
+            dev.fr_scale(a, z)?;
+            dev.ntt(a, NttKind::CosetInverse)?;
+            dev.synchronize()
+        })?;
         println!(
             "| 2^{log} | {:.2} | {:.2} | {:.2} | {:.2} |",
             ms(six),
@@ -394,91 +436,59 @@ fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn st
     Ok(())
 }
 
-fn bench_g1(
-    dev: &GpuDevice,
-    quick: bool,
-    runs: usize,
-    max_log: Option<u32>,
-) -> Result<(), Box<dyn std::error::Error>> {
+fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize, max_log: Option<u32>) -> BenchResult {
     println!("\n## G1 MSM (bases on the device)");
-    println!(
-        "| size | cuzk ms | + H2D of scalars ms | Filecoin scalars ms | sppark ms | target ms |"
-    );
-    println!("|---|---|---|---|---|---|");
     let max_g1 = max_g1_log(dev, quick, max_log);
     let bases = tiled_g1_bases(dev, 1 << max_g1)?;
-    let sc = scalars(3, 1 << max_g1);
-    let fc = filecoin_scalars(7, 1 << max_g1);
-    for log in 20..=max_g1 {
-        let n = 1usize << log;
-        let dsc = dev.upload(&sc[..n])?;
-        let t = time(runs.min(3), || {
-            dev.msm_g1_device(&bases, 0..n, &dsc).expect("msm");
-        });
-        let th = time(1, || {
-            dev.msm_g1(&bases, 0..n, &sc[..n]).expect("msm");
-        });
-        let dfc = dev.upload(&fc[..n])?;
-        let tf = time(runs.min(3), || {
-            dev.msm_g1_device(&bases, 0..n, &dfc).expect("msm");
-        });
-        drop(dfc);
-        let sppark = match log {
-            20 => "22.3",
-            22 => "54.6",
-            24 => "162",
-            26 => "566",
-            28 => "2187",
-            _ => "",
-        };
-        let target = if log == 26 { "300" } else { "" };
-        println!(
-            "| 2^{log} | {:.1} | {:.1} | {:.1} | {sppark} | {target} |",
-            ms(t),
-            ms(th),
-            ms(tf)
-        );
-    }
-    Ok(())
+    let sppark = [
+        (20, "22.3"),
+        (22, "54.6"),
+        (24, "162"),
+        (26, "566"),
+        (28, "2187"),
+    ];
+    msm_rows(dev, &bases, max_g1, runs, &sppark, (26, "300"))
 }
 
-fn bench_g2(dev: &GpuDevice, quick: bool, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn bench_g2(dev: &GpuDevice, quick: bool, runs: usize) -> BenchResult {
     println!("\n## G2 MSM (bases on the device)");
+    let max_g2 = if quick { 21 } else { 24 };
+    let bases = tiled_bases::<G2>(dev, &g2_points(4, 1 << 20), 1 << max_g2)?;
+    let sppark = [(20, "49.2"), (22, "140"), (24, "457")];
+    msm_rows(dev, &bases, max_g2, runs, &sppark, (24, "250"))
+}
+
+/// An MSM table, one row a size 2^20 ..= 2^`max_log` over the first points of `bases`: the
+/// MSM over random scalars on the device, the same with the scalars' upload from the host,
+/// the MSM over witness-shaped scalars on the device, then sppark's time on an H200
+/// (`sppark`: (log, ms)) and the target (`target`: (log, ms)) where there is one.
+fn msm_rows<C: MsmCurve>(
+    dev: &GpuDevice,
+    bases: &Bases<C>,
+    max_log: u32,
+    runs: usize,
+    sppark: &[(u32, &str)],
+    target: (u32, &str),
+) -> BenchResult {
     println!(
         "| size | cuzk ms | + H2D of scalars ms | Filecoin scalars ms | sppark ms | target ms |"
     );
     println!("|---|---|---|---|---|---|");
-    let max_g2 = if quick { 21 } else { 24 };
-    let uniq = g2_points(4, 1 << 20);
-    let mut pts = Vec::with_capacity(1 << max_g2);
-    while pts.len() < 1 << max_g2 {
-        pts.extend_from_slice(&uniq[..uniq.len().min((1 << max_g2) - pts.len())]);
-    }
-    let bases = dev.upload_g2_bases(&pts)?;
-    drop(pts);
-    let sc = scalars(3, 1 << max_g2);
-    let fc = filecoin_scalars(7, 1 << max_g2);
-    for log in 20..=max_g2 {
+    let sc = scalars(3, 1 << max_log);
+    let fc = filecoin_scalars(7, 1 << max_log);
+    for log in 20..=max_log {
         let n = 1usize << log;
         let dsc = dev.upload(&sc[..n])?;
-        let t = time(runs.min(3), || {
-            dev.msm_g2_device(&bases, 0..n, &dsc).expect("msm");
-        });
-        let th = time(1, || {
-            dev.msm_g2(&bases, 0..n, &sc[..n]).expect("msm");
-        });
+        let t = time(runs.min(3), || dev.msm::<C>(bases, 0..n, &dsc).map(drop))?;
+        let th = time(1, || dev.msm_host::<C>(bases, 0..n, &sc[..n]).map(drop))?;
         let dfc = dev.upload(&fc[..n])?;
-        let tf = time(runs.min(3), || {
-            dev.msm_g2_device(&bases, 0..n, &dfc).expect("msm");
-        });
+        let tf = time(runs.min(3), || dev.msm::<C>(bases, 0..n, &dfc).map(drop))?;
         drop(dfc);
-        let sppark = match log {
-            20 => "49.2",
-            22 => "140",
-            24 => "457",
-            _ => "",
-        };
-        let target = if log == 24 { "250" } else { "" };
+        let sppark = sppark
+            .iter()
+            .find(|(l, _)| *l == log)
+            .map_or("", |(_, ms)| *ms);
+        let target = if log == target.0 { target.1 } else { "" };
         println!(
             "| 2^{log} | {:.1} | {:.1} | {:.1} | {sppark} | {target} |",
             ms(t),
