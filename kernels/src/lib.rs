@@ -14,7 +14,7 @@
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
 //! | [`staging`] | [`Staging`]: page-locked buffers that large uploads pass through |
 //! | [`bounce`] | page-locked bounce buffers for small copies, which never hold other threads back |
-//! | [`reference`] | CPU references (NTT as bellperson computes it) |
+//! | [`reference`](mod@reference) | CPU references (NTT as bellperson computes it) |
 //! | [`testdata`] | seeded random scalars and points made quickly, CPU MSM for comparison |
 //! | [`error`] | [`Error`] and [`Result`] |
 //!
