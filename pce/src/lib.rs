@@ -12,7 +12,7 @@
 //! | [`synthesis`] | full synthesis: assignments plus the a/b/c evaluations of every constraint |
 //! | [`r1cs`] | recorded A, B, C in CSR form, coefficient table, densities |
 //! | [`recording`] | the recording constraint system (structure only) |
-//! | [`witness`] | witness-only synthesis (allocations only) |
+//! | [`witness`](mod@witness) | witness-only synthesis (allocations only) |
 //! | [`eval`] | a, b, c from a recording and a witness (sparse products) |
 //! | [`cache`] | the on-disk format of recordings |
 //! | [`error`] | the crate's error type |

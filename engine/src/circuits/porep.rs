@@ -264,7 +264,7 @@ impl<Tree: 'static + MerkleTreeTrait> StackedParts<Tree> {
 
     /// The witness computed in pieces on rayon's pool: the top level alone, then each
     /// challenge's head, labelings (one per layer) and tail, each on its own thread
-    /// ([`super::porep_witness`]). Equal to the sequential witness, variable for variable.
+    /// (`porep_witness`). Equal to the sequential witness, variable for variable.
     pub fn parallel_witness(&self) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
         let synthesis = |e: SynthesisError| Error::Synthesis {
             partition: 0,

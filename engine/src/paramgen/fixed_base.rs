@@ -28,7 +28,7 @@ where
     G: PrimeCurve<Scalar = Scalar> + Curve<AffineRepr = <G as PrimeCurve>::Affine>,
 {
     /// Tables of `base` for about `count` products: the window width minimises the table's
-    /// additions plus the products' (at most [`MAX_C`] bits).
+    /// additions plus the products' (at most `MAX_C` bits).
     pub fn new(base: G, count: usize) -> Self {
         let c = window_bits(count);
         let windows = 256usize.div_ceil(c as usize);
