@@ -258,6 +258,13 @@ fn direct_scatter() -> bool {
 /// to 64 when the process first asked (for measurements; every length gives the same sums, and
 /// lengths from 4 keep the runs and piece slots within what [`msm_scratch_bytes`] counts).
 fn run_factor<C: MsmCurve>() -> usize {
+    // the scratch counted by msm_scratch_bytes holds runs of at least 4 mean bucket sizes
+    const {
+        assert!(
+            C::RUN_FACTOR >= 4,
+            "MsmCurve::RUN_FACTOR must be at least 4"
+        )
+    };
     static FACTOR: Knob<Option<usize>> = Knob::new();
     FACTOR
         .get(
