@@ -25,21 +25,10 @@ type BenchResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 /// The values `--only` takes: one table (or one of the extra measurements) instead of all.
 const ONLY: &[&str] = &["rates", "ntt", "g1", "g2", "overlap", "chunked"];
 
-/// `n` bases on the device: the points of `uniq` repeated, built on the host and uploaded.
-fn tiled_bases<C: MsmCurve>(dev: &GpuDevice, uniq: &[C::Affine], n: usize) -> BenchResult<Bases<C>>
-where
-    C::Affine: Clone,
-{
-    let mut pts = Vec::with_capacity(n);
-    while pts.len() < n {
-        pts.extend_from_slice(&uniq[..uniq.len().min(n - pts.len())]);
-    }
-    Ok(dev.upload_bases::<C>(&pts)?)
-}
-
-/// `n` G1 bases on the device: min(n, 2^22) distinct random points, repeated.
+/// `n` G1 bases on the device: min(n, 2^22) distinct random points, repeated (tiled on the
+/// device from one upload of the distinct points).
 fn tiled_g1_bases(dev: &GpuDevice, n: usize) -> BenchResult<G1Bases> {
-    tiled_bases::<G1>(dev, &g1_points(2, n.min(1 << 22)), n)
+    Ok(dev.tile_bases::<G1>(&g1_points(2, n.min(1 << 22)), n)?)
 }
 
 /// Bytes of memory the host can still give this process (Linux `MemAvailable`), or 0 where
@@ -57,7 +46,8 @@ fn host_available_bytes() -> u64 {
 
 /// log2 of the largest G1 MSM the run covers: `max_log` when given (`--max-log N`), else 2^28
 /// or 2^27 where the device has free memory for its bases, two scalar buffers and the MSM's
-/// scratch, and the host for the bases and scalars it builds (an H200 host does), else 2^26;
+/// scratch, and the host for the scalars it builds (the bases are tiled on the device from
+/// 2^22 points; an H200 host has the memory), else 2^26;
 /// 2^22 with `--quick`.
 fn max_g1_log(dev: &GpuDevice, quick: bool, max_log: Option<u32>) -> u32 {
     if quick {
@@ -71,8 +61,8 @@ fn max_g1_log(dev: &GpuDevice, quick: bool, max_log: Option<u32>) -> u32 {
     for log in [28u32, 27] {
         let n = 1u64 << log;
         let device = n * (96 + 2 * 32) + msm_scratch_bytes::<G1>(n as usize) + (1 << 30);
-        // the bases built and, for the upload, laid out again; the two scalar vectors
-        let on_host = n * (2 * 96 + 2 * 32) + (4 << 30);
+        // the two scalar vectors (random and witness-shaped), and room for the rest
+        let on_host = n * (2 * 32) + (4 << 30);
         if device <= free && on_host <= host {
             return log;
         }
@@ -453,7 +443,7 @@ fn bench_g1(dev: &GpuDevice, quick: bool, runs: usize, max_log: Option<u32>) -> 
 fn bench_g2(dev: &GpuDevice, quick: bool, runs: usize) -> BenchResult {
     println!("\n## G2 MSM (bases on the device)");
     let max_g2 = if quick { 21 } else { 24 };
-    let bases = tiled_bases::<G2>(dev, &g2_points(4, 1 << 20), 1 << max_g2)?;
+    let bases = dev.tile_bases::<G2>(&g2_points(4, 1 << 20), 1 << max_g2)?;
     let sppark = [(20, "49.2"), (22, "140"), (24, "457")];
     msm_rows(dev, &bases, max_g2, runs, &sppark, (24, "250"))
 }
