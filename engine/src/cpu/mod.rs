@@ -1,7 +1,9 @@
-//! The CPU backend: rayon NTTs for H and blst's multi-threaded Pippenger for the MSMs.
+//! The CPU backend: rayon NTTs for H, and MSMs by Pippenger's method with batch-affine
+//! buckets ([`batch_affine`]) or blst's, whichever measured faster for the run ([`msm`]).
 //! It is the embedded default when no GPU is present and the reference for every other
 //! backend.
 
+pub mod batch_affine;
 pub mod msm;
 pub mod ntt;
 

@@ -5,11 +5,20 @@
 //! run with only as many bits as they need, and the rest to a full 255-bit run. Filecoin
 //! aux assignments are mostly bits, so most of an MSM becomes plain additions.
 //! blst's Pippenger and batch addition are multi-threaded over all cores.
+//!
+//! The Pippenger runs use [`super::batch_affine`]'s buckets (rayon's pool), measured against
+//! blst's on the build machine (docs/benchmarks.md, stop 42): G2 1.21-1.44x from 2^10 to
+//! 2^20 points of random scalars and 1.22-1.68x on 32- and 64-bit ones; G1 1.08-1.35x on
+//! 32- and 64-bit scalars and 1.01-1.25x on random ones from 2^16 points, where G1's smaller
+//! 255-bit runs stay blst's. `CUZK_CPU_BATCH_AFFINE=0` gives every run to blst, to compare.
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, MultiPoint};
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_kernels::knobs::Knob;
 use cuzk_pce::Density;
 use ff::{Field, PrimeField};
+
+use super::batch_affine;
 use group::{prime::PrimeCurveAffine, Group};
 
 /// Which bases take part: all of them, or those whose bit is set in a density.
@@ -117,8 +126,37 @@ fn g2_from_raw(p: &blst_p2) -> G2Projective {
     G2Projective::from_raw_unchecked(Fp2::from(p.x), Fp2::from(p.y), Fp2::from(p.z))
 }
 
+/// G1's 255-bit runs of fewer points stay blst's: batch-affine buckets measured 0.96-0.99x
+/// blst there (2^10 to 2^14 points), and 1.01-1.25x from 2^16 to 2^22.
+const G1_WIDE_MIN_POINTS: usize = 1 << 16;
+
+/// Whether Pippenger runs may use batch-affine buckets: unless `CUZK_CPU_BATCH_AFFINE=0`
+/// (read once; for measurements, both ways give the same sums).
+fn batch_affine_on() -> bool {
+    static ON: Knob<bool> = Knob::new();
+    ON.switch("CUZK_CPU_BATCH_AFFINE")
+}
+
+/// G1's Pippenger runs over `nbits`-bit scalars of `nbits.div_ceil(8)` bytes each.
+fn wide_g1(points: &[blst_p1_affine], bytes: &[u8], nbits: usize) -> Result<G1Projective, String> {
+    if batch_affine_on() && (nbits < 255 || points.len() >= G1_WIDE_MIN_POINTS) {
+        batch_affine::msm::<batch_affine::G1>(points, bytes, nbits.div_ceil(8), nbits)
+    } else {
+        Ok(g1_from_raw(&points.mult(bytes, nbits)))
+    }
+}
+
+/// G2's Pippenger runs, as [`wide_g1`]'s.
+fn wide_g2(points: &[blst_p2_affine], bytes: &[u8], nbits: usize) -> Result<G2Projective, String> {
+    if batch_affine_on() {
+        batch_affine::msm::<batch_affine::G2>(points, bytes, nbits.div_ceil(8), nbits)
+    } else {
+        Ok(g2_from_raw(&points.mult(bytes, nbits)))
+    }
+}
+
 macro_rules! msm_impl {
-    ($name:ident, $affine:ty, $proj:ty, $raw_affine:ty, $from_raw:ident) => {
+    ($name:ident, $affine:ty, $proj:ty, $raw_affine:ty, $from_raw:ident, $wide:ident) => {
         /// Computes `sum scalar_i * base_i` over the selected pairs.
         ///
         /// Errors if the number of bases differs from the number of selected scalars.
@@ -141,18 +179,32 @@ macro_rules! msm_impl {
             if !s.small.is_empty() {
                 let nbytes = s.small_bits.div_ceil(8);
                 let bytes = narrow(&s.small_bytes, SMALL_BITS / 8, nbytes);
-                acc += $from_raw(&s.small.as_slice().mult(&bytes, nbytes * 8));
+                acc += $wide(&s.small, &bytes, nbytes * 8)?;
             }
             if !s.large.is_empty() {
-                acc += $from_raw(&s.large.as_slice().mult(&s.large_bytes, 255));
+                acc += $wide(&s.large, &s.large_bytes, 255)?;
             }
             Ok(acc)
         }
     };
 }
 
-msm_impl!(msm_g1, G1Affine, G1Projective, blst_p1_affine, g1_from_raw);
-msm_impl!(msm_g2, G2Affine, G2Projective, blst_p2_affine, g2_from_raw);
+msm_impl!(
+    msm_g1,
+    G1Affine,
+    G1Projective,
+    blst_p1_affine,
+    g1_from_raw,
+    wide_g1
+);
+msm_impl!(
+    msm_g2,
+    G2Affine,
+    G2Projective,
+    blst_p2_affine,
+    g2_from_raw,
+    wide_g2
+);
 
 #[cfg(test)]
 mod tests {

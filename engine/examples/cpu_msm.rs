@@ -1,0 +1,158 @@
+//! The CPU MSM's Pippenger runs, blst's against the batch-affine buckets of
+//! `cuzk_engine::cpu::batch_affine`, alternated in one process on the same inputs (2^log
+//! distinct points, random scalars of `bits` bits), the two sums compared every run; `fp`
+//! times blst's Fp product and inversion instead (the inversion's cost in the window plan).
+//!
+//! `cargo run --release -p cuzk-engine --example cpu_msm -- [g1|g2|fp] [log n: 20] [runs: 3] [bits: 255]`
+use std::time::{Duration, Instant};
+
+use blst::{blst_p1_affine, blst_p2_affine, MultiPoint};
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_engine::cpu::batch_affine::{self, BaCurve, G1, G2};
+use ff::{Field, PrimeField};
+use group::{Curve, Group};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+fn arg<T: std::str::FromStr>(i: usize, default: T) -> T {
+    std::env::args()
+        .nth(i)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `n` distinct points g, g + h, g + 2h, ... in affine form.
+fn chain<P: Curve + Group>(n: usize, g: P, h: P) -> Vec<P::AffineRepr>
+where
+    P::AffineRepr: Default + Copy,
+{
+    let mut proj = Vec::with_capacity(n);
+    let mut p = g;
+    for _ in 0..n {
+        proj.push(p);
+        p += h;
+    }
+    let mut out = vec![P::AffineRepr::default(); n];
+    P::batch_normalize(&proj, &mut out);
+    out
+}
+
+/// A random scalar below 2^bits.
+fn scalar(rng: &mut ChaCha8Rng, bits: usize) -> Scalar {
+    if bits >= 255 {
+        return Scalar::random(&mut *rng);
+    }
+    let mut repr = Scalar::random(&mut *rng).to_repr();
+    for (i, byte) in repr.iter_mut().enumerate() {
+        let keep = bits.saturating_sub(8 * i).min(8);
+        *byte &= ((1u16 << keep) - 1) as u8;
+    }
+    Option::from(Scalar::from_repr(repr)).unwrap_or(Scalar::ZERO)
+}
+
+/// Runs both sums `runs` times and prints their times; errors if they ever differ.
+fn compare<C: BaCurve>(
+    raw: &[C::Raw],
+    bytes: &[u8],
+    nbits: usize,
+    runs: usize,
+    blst: impl Fn() -> C::Proj,
+) -> Result<(), String>
+where
+    C::Proj: PartialEq,
+{
+    for r in 0..runs {
+        let t = Instant::now();
+        let a = blst();
+        let tb = t.elapsed();
+        let t = Instant::now();
+        let b = batch_affine::msm::<C>(raw, bytes, nbits.div_ceil(8), nbits)?;
+        let ta = t.elapsed();
+        if a != b {
+            return Err(format!("run {r}: the two sums differ"));
+        }
+        println!(
+            "run {r}: blst {tb:.3?}, batch-affine {ta:.3?} ({:.2}x)",
+            tb.as_secs_f64() / ta.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+fn per_op(d: Duration, k: u32) -> f64 {
+    d.as_nanos() as f64 / k as f64
+}
+
+fn main() -> Result<(), String> {
+    let curve: String = arg(1, "g1".to_string());
+    let log: u32 = arg(2, 20);
+    let runs: usize = arg(3, 3);
+    let bits: usize = arg(4, 255usize).clamp(1, 255);
+    let n = 1usize << log;
+    let mut rng = ChaCha8Rng::from_seed([5; 32]);
+    // blst reads whole bytes: the scalars are stored in nbits / 8 bytes each.
+    let nbits = if bits >= 255 {
+        255
+    } else {
+        bits.div_ceil(8) * 8
+    };
+    let scalars: Vec<Scalar> = (0..n).map(|_| scalar(&mut rng, bits)).collect();
+    let bytes: Vec<u8> = scalars
+        .iter()
+        .flat_map(|s| s.to_repr()[..nbits.div_ceil(8)].to_vec())
+        .collect();
+    let threads = rayon::current_num_threads();
+    let (c, ranges) = batch_affine::plan(n, nbits, threads);
+    println!(
+        "{curve} 2^{log}, {bits}-bit scalars, {threads} threads; batch-affine: {c}-bit windows, {ranges} range(s) a window"
+    );
+    match curve.as_str() {
+        "g1" => {
+            let pts = chain(
+                n,
+                G1Projective::random(&mut rng),
+                G1Projective::random(&mut rng),
+            );
+            let raw: Vec<blst_p1_affine> = pts.iter().map(|p: &G1Affine| *p.as_ref()).collect();
+            compare::<G1>(&raw, &bytes, nbits, runs, || {
+                let a = raw.as_slice().mult(&bytes, nbits);
+                G1Projective::from_raw_unchecked(Fp::from(a.x), Fp::from(a.y), Fp::from(a.z))
+            })
+        }
+        "g2" => {
+            let pts = chain(
+                n,
+                G2Projective::random(&mut rng),
+                G2Projective::random(&mut rng),
+            );
+            let raw: Vec<blst_p2_affine> = pts.iter().map(|p: &G2Affine| *p.as_ref()).collect();
+            compare::<G2>(&raw, &bytes, nbits, runs, || {
+                let a = raw.as_slice().mult(&bytes, nbits);
+                G2Projective::from_raw_unchecked(Fp2::from(a.x), Fp2::from(a.y), Fp2::from(a.z))
+            })
+        }
+        "fp" => {
+            let mut a = Fp::random(&mut rng);
+            let b = Fp::random(&mut rng);
+            let k = 10_000_000;
+            let t = Instant::now();
+            for _ in 0..k {
+                a *= b;
+            }
+            let tm = t.elapsed();
+            let t = Instant::now();
+            for _ in 0..1000 {
+                a = Option::<Fp>::from(a.invert()).unwrap_or(b) + b;
+            }
+            let ti = t.elapsed();
+            println!(
+                "({}) Fp product {:.1} ns, inversion {:.0} ns (dependent chains, one thread)",
+                rng.next_u32() ^ (a.to_bytes_le()[0] as u32),
+                per_op(tm, k),
+                per_op(ti, 1000)
+            );
+            Ok(())
+        }
+        other => Err(format!("unknown curve {other}: g1, g2 or fp")),
+    }
+}
