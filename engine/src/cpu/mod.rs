@@ -1,5 +1,5 @@
-//! The CPU backend: rayon NTTs for H, and MSMs by Pippenger's method with batch-affine
-//! buckets ([`batch_affine`]) or blst's, whichever measured faster for the run ([`msm`]).
+//! The CPU backend: rayon NTTs for H, and MSMs by Pippenger's method: blst's for G1,
+//! batch-affine buckets ([`batch_affine`]) for G2, which measured faster there ([`msm`]).
 //! It is the embedded default when no GPU is present and the reference for every other
 //! backend.
 

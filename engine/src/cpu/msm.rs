@@ -6,11 +6,12 @@
 //! aux assignments are mostly bits, so most of an MSM becomes plain additions.
 //! blst's Pippenger and batch addition are multi-threaded over all cores.
 //!
-//! The Pippenger runs use [`super::batch_affine`]'s buckets (rayon's pool), measured against
-//! blst's on the build machine (docs/benchmarks.md, stop 42): G2 1.21-1.44x from 2^10 to
-//! 2^20 points of random scalars and 1.22-1.68x on 32- and 64-bit ones; G1 1.08-1.35x on
-//! 32- and 64-bit scalars and 1.01-1.25x on random ones from 2^16 points, where G1's smaller
-//! 255-bit runs stay blst's. `CUZK_CPU_BATCH_AFFINE=0` gives every run to blst, to compare.
+//! G2's Pippenger runs use [`super::batch_affine`]'s buckets (rayon's pool): on the build
+//! machine they took 1.15-1.44x less time than blst's from 2^10 to 2^22 points of random
+//! scalars, and 1.22-1.68x on 32- and 64-bit ones (docs/benchmarks.md, stop 42). G1's stay
+//! blst's: batch-affine buckets gained only at some sizes (1.01-1.25x from 2^16 to 2^21, none
+//! at 2^22 or below 2^16) and nothing measurable in a whole proof.
+//! `CUZK_CPU_BATCH_AFFINE=0` gives G2's runs to blst too, to compare.
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, MultiPoint};
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -126,29 +127,21 @@ fn g2_from_raw(p: &blst_p2) -> G2Projective {
     G2Projective::from_raw_unchecked(Fp2::from(p.x), Fp2::from(p.y), Fp2::from(p.z))
 }
 
-/// G1's 255-bit runs of fewer points stay blst's: batch-affine buckets measured 0.96-0.99x
-/// blst there (2^10 to 2^14 points), and 1.01-1.25x from 2^16 to 2^22.
-const G1_WIDE_MIN_POINTS: usize = 1 << 16;
-
-/// Whether Pippenger runs may use batch-affine buckets: unless `CUZK_CPU_BATCH_AFFINE=0`
-/// (read once; for measurements, both ways give the same sums).
-fn batch_affine_on() -> bool {
-    static ON: Knob<bool> = Knob::new();
-    ON.switch("CUZK_CPU_BATCH_AFFINE")
-}
-
-/// G1's Pippenger runs over `nbits`-bit scalars of `nbits.div_ceil(8)` bytes each.
+/// G1's Pippenger runs over `nbits`-bit scalars of `nbits.div_ceil(8)` bytes each: blst's.
 fn wide_g1(points: &[blst_p1_affine], bytes: &[u8], nbits: usize) -> Result<G1Projective, String> {
-    if batch_affine_on() && (nbits < 255 || points.len() >= G1_WIDE_MIN_POINTS) {
-        batch_affine::msm::<batch_affine::G1>(points, bytes, nbits.div_ceil(8), nbits)
-    } else {
-        Ok(g1_from_raw(&points.mult(bytes, nbits)))
-    }
+    Ok(g1_from_raw(&points.mult(bytes, nbits)))
 }
 
-/// G2's Pippenger runs, as [`wide_g1`]'s.
+/// The most points a G2 run gives to batch-affine buckets: the largest size measured (1.19x
+/// blst's at 2^22, 1.42-1.44x at 2^20); larger runs stay blst's.
+const G2_BATCH_AFFINE_MAX_POINTS: usize = 1 << 22;
+
+/// G2's Pippenger runs, as [`wide_g1`]'s: batch-affine buckets for up to
+/// [`G2_BATCH_AFFINE_MAX_POINTS`] points unless `CUZK_CPU_BATCH_AFFINE=0` (read once; for
+/// measurements, both ways give the same sums), else blst's.
 fn wide_g2(points: &[blst_p2_affine], bytes: &[u8], nbits: usize) -> Result<G2Projective, String> {
-    if batch_affine_on() {
+    static ON: Knob<bool> = Knob::new();
+    if points.len() <= G2_BATCH_AFFINE_MAX_POINTS && ON.switch("CUZK_CPU_BATCH_AFFINE") {
         batch_affine::msm::<batch_affine::G2>(points, bytes, nbits.div_ceil(8), nbits)
     } else {
         Ok(g2_from_raw(&points.mult(bytes, nbits)))
@@ -283,5 +276,34 @@ mod tests {
             .map(|(b, s)| G2Projective::from(b) * s)
             .sum();
         assert_eq!(msm_g2(&bases, &scalars, Selection::All).unwrap(), want);
+    }
+
+    /// G2 through a density, with identity, repeated and negated bases among 600: the
+    /// batch-affine runs meet doublings and cancellations in their buckets.
+    #[test]
+    fn g2_with_density_matches_naive() {
+        let mut rng = ChaCha8Rng::seed_from_u64(14);
+        let n = 900;
+        let mut d = Density::new();
+        for i in 0..n {
+            d.push(i % 3 != 1);
+        }
+        let g = G2Projective::random(&mut rng);
+        let bases: Vec<G2Affine> = (0..d.count())
+            .map(|i| match i % 6 {
+                0 => g.into(),
+                1 => (-g).into(),
+                2 if i % 12 == 2 => G2Affine::identity(),
+                _ => G2Projective::random(&mut rng).into(),
+            })
+            .collect();
+        let scalars = scalar_mix(&mut rng, n);
+        let picked: Vec<Scalar> = (0..n).filter(|i| d.get(*i)).map(|i| scalars[i]).collect();
+        let want: G2Projective = bases
+            .iter()
+            .zip(&picked)
+            .map(|(b, s)| G2Projective::from(b) * s)
+            .sum();
+        assert_eq!(msm_g2(&bases, &scalars, Selection::Dense(&d)).unwrap(), want);
     }
 }
