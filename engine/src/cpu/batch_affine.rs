@@ -48,7 +48,7 @@ const INVERSION_COST: f64 = 15.0;
 pub trait BaCurve: Sync {
     /// The coordinates' field.
     type F: Field;
-    /// An affine point in blst's layout (never the identity here).
+    /// An affine point in blst's layout (all zeros for the identity).
     type Raw: Copy + Send + Sync;
     /// blstrs' affine point.
     type Affine;
@@ -354,7 +354,7 @@ pub fn plan(n: usize, bits: usize, threads: usize) -> (usize, usize) {
 }
 
 /// `sum_i k_i P_i`, with scalar i in `bytes[i * stride ..][.. stride]` (little-endian, below
-/// 2^bits) and no point the identity.
+/// 2^bits); a point at infinity (blst's all-zero affine form) adds nothing.
 pub fn msm<C: BaCurve>(
     points: &[C::Raw],
     bytes: &[u8],
@@ -389,6 +389,9 @@ pub fn msm<C: BaCurve>(
                     continue;
                 }
                 let (x, y) = C::xy(&points[i]);
+                if bool::from(x.is_zero() & y.is_zero()) {
+                    continue; // blst's identity: adds nothing
+                }
                 let y = if d < 0 { -y } else { y };
                 bk.push(Entry {
                     b: (d.unsigned_abs() - 1) as u32,
@@ -472,7 +475,8 @@ mod tests {
     }
 
     /// Random points and scalars, repeated and negated points (doublings and cancellations in
-    /// the buckets), equal scalars (crowded buckets through the queue and the side buckets).
+    /// the buckets), equal scalars (crowded buckets through the queue and the side buckets),
+    /// and the point at infinity.
     #[test]
     fn g1_matches_naive_with_doublings_cancellations_and_crowds() {
         let mut rng = ChaCha8Rng::seed_from_u64(2);
@@ -486,6 +490,7 @@ mod tests {
                 })
                 .collect();
             pts.push(g);
+            pts.push(G1Projective::identity());
             let mut affine = vec![G1Affine::identity(); pts.len()];
             G1Projective::batch_normalize(&pts, &mut affine);
             let scalars: Vec<Scalar> = (0..affine.len())

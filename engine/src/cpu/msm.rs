@@ -304,6 +304,9 @@ mod tests {
             .zip(&picked)
             .map(|(b, s)| G2Projective::from(b) * s)
             .sum();
-        assert_eq!(msm_g2(&bases, &scalars, Selection::Dense(&d)).unwrap(), want);
+        assert_eq!(
+            msm_g2(&bases, &scalars, Selection::Dense(&d)).unwrap(),
+            want
+        );
     }
 }
