@@ -7,10 +7,10 @@
 //! blst's Pippenger and batch addition are multi-threaded over all cores.
 //!
 //! G2's Pippenger runs use [`super::batch_affine`]'s buckets (rayon's pool): on the build
-//! machine they took 1.15-1.44x less time than blst's from 2^10 to 2^22 points of random
-//! scalars, and 1.22-1.68x on 32- and 64-bit ones (docs/benchmarks.md, stop 42). G1's stay
-//! blst's: batch-affine buckets gained only at some sizes (1.01-1.25x from 2^16 to 2^21, none
-//! at 2^22 or below 2^16) and nothing measurable in a whole proof.
+//! machine they ran 1.07-1.44x as fast as blst's (median 1.23x) from 2^10 to 2^22 points of
+//! random scalars, and 1.22-1.68x on 32- and 64-bit ones (docs/benchmarks.md, stop 42). G1's
+//! stay blst's: batch-affine buckets gained little (1.01-1.19x from 2^16 to 2^22, none below
+//! 2^16) and nothing measurable in a whole proof.
 //! `CUZK_CPU_BATCH_AFFINE=0` gives G2's runs to blst too, to compare.
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, MultiPoint};
@@ -133,7 +133,7 @@ fn wide_g1(points: &[blst_p1_affine], bytes: &[u8], nbits: usize) -> Result<G1Pr
 }
 
 /// The most points a G2 run gives to batch-affine buckets: the largest size measured (1.19x
-/// blst's at 2^22, 1.42-1.44x at 2^20); larger runs stay blst's.
+/// blst's speed at 2^22, 1.42-1.44x at 2^20); larger runs stay blst's.
 const G2_BATCH_AFFINE_MAX_POINTS: usize = 1 << 22;
 
 /// G2's Pippenger runs, as [`wide_g1`]'s: batch-affine buckets for up to
