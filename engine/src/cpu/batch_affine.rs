@@ -150,9 +150,9 @@ struct Buckets<C: BaCurve> {
     batch: Vec<Entry<C::F>>,
     /// Entries whose bucket was in the batch when they came, in arrival order.
     queue: Vec<Entry<C::F>>,
-    /// Projective side buckets (empty until the queue first overflows), added to the affine
-    /// ones in the bucket sum.
-    side: Vec<Option<C::Proj>>,
+    /// Projective side buckets (none until the queue first overflows, then one a bucket),
+    /// added to the affine ones in the bucket sum.
+    side: Vec<C::Proj>,
     /// The batch's denominators, their running products and kinds (reused between batches).
     den: Vec<C::F>,
     prefix: Vec<C::F>,
@@ -161,6 +161,7 @@ struct Buckets<C: BaCurve> {
 
 impl<C: BaCurve> Buckets<C> {
     fn new(n: usize) -> Self {
+        let cap = batch_for(n);
         Buckets {
             bk: vec![
                 Bucket {
@@ -171,13 +172,13 @@ impl<C: BaCurve> Buckets<C> {
                 n
             ],
             epoch: 1,
-            cap: batch_for(n),
-            batch: Vec::with_capacity(batch_for(n)),
+            cap,
+            batch: Vec::with_capacity(cap),
             queue: Vec::new(),
             side: Vec::new(),
-            den: Vec::with_capacity(batch_for(n)),
-            prefix: Vec::with_capacity(batch_for(n)),
-            kind: Vec::with_capacity(batch_for(n)),
+            den: Vec::with_capacity(cap),
+            prefix: Vec::with_capacity(cap),
+            kind: Vec::with_capacity(cap),
         }
     }
 
@@ -189,8 +190,10 @@ impl<C: BaCurve> Buckets<C> {
             if self.queue.len() < 4 * self.cap {
                 self.queue.push(e);
             } else {
-                let side = self.side_bucket(b);
-                *side += &C::affine(e.x, e.y);
+                if self.side.is_empty() {
+                    self.side = vec![C::Proj::identity(); self.bk.len()];
+                }
+                self.side[b] += &C::affine(e.x, e.y);
             }
         } else if m & FILLED == 0 {
             self.bk[b].x = e.x;
@@ -200,13 +203,6 @@ impl<C: BaCurve> Buckets<C> {
             self.bk[b].meta = FILLED | self.epoch;
             self.batch.push(e);
         }
-    }
-
-    fn side_bucket(&mut self, b: usize) -> &mut C::Proj {
-        if self.side.is_empty() {
-            self.side = (0..self.bk.len()).map(|_| None).collect();
-        }
-        self.side[b].get_or_insert_with(C::Proj::identity)
     }
 
     /// Takes one entry, finishing batches as they fill.
@@ -219,19 +215,16 @@ impl<C: BaCurve> Buckets<C> {
         Ok(())
     }
 
-    /// Offers the queued entries to the next batch; those that still meet their bucket in it
-    /// (or find it full) stay queued.
+    /// Offers the queued entries, in order, to the next batch; those that find it full, or
+    /// their bucket in it, queue again (never to a side bucket: the queue only shrinks here).
     fn requeue(&mut self) {
-        let queued = std::mem::take(&mut self.queue);
-        let mut rest = Vec::new();
-        for e in queued {
-            if self.batch.len() >= self.cap || self.bk[e.b as usize].meta & !FILLED == self.epoch {
-                rest.push(e);
+        for e in std::mem::take(&mut self.queue) {
+            if self.batch.len() >= self.cap {
+                self.queue.push(e);
             } else {
                 self.put(e);
             }
         }
-        self.queue.extend(rest);
     }
 
     /// Finishes every addition of the batch with one inversion.
@@ -319,7 +312,7 @@ impl<C: BaCurve> Buckets<C> {
                 let (x, y) = (self.bk[b].x, self.bk[b].y);
                 running += &C::affine(x, y);
             }
-            if let Some(Some(s)) = self.side.get(b) {
+            if let Some(s) = self.side.get(b) {
                 running += *s;
             }
             total += running;
@@ -336,8 +329,8 @@ pub const MAX_WINDOW: usize = 16;
 
 /// Window width and point ranges a window for `n` points of `bits`-bit scalars on `threads`
 /// threads: the width minimising windows x (n additions, each with its share of its batch's
-/// inversion, + 2 projective additions a bucket a range), with enough (window, range) tasks
-/// to keep every thread busy.
+/// inversion, + 2 projective additions a bucket a range, each counted as 2 batch-affine
+/// ones), with enough (window, range) tasks to keep every thread busy.
 pub fn plan(n: usize, bits: usize, threads: usize) -> (usize, usize) {
     let mut best = (f64::MAX, 1usize, 1usize);
     for c in 2..=MAX_WINDOW {

@@ -18,9 +18,9 @@ use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_kernels::knobs::Knob;
 use cuzk_pce::Density;
 use ff::{Field, PrimeField};
+use group::{prime::PrimeCurveAffine, Group};
 
 use super::batch_affine;
-use group::{prime::PrimeCurveAffine, Group};
 
 /// Which bases take part: all of them, or those whose bit is set in a density.
 #[derive(Clone, Copy, Debug)]
