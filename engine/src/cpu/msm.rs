@@ -6,11 +6,13 @@
 //! aux assignments are mostly bits, so most of an MSM becomes plain additions.
 //! blst's Pippenger and batch addition are multi-threaded over all cores.
 //!
-//! G2's Pippenger runs use [`super::batch_affine`]'s buckets (rayon's pool): on the build
-//! machine they ran 1.07-1.44x as fast as blst's (median 1.23x) from 2^10 to 2^22 points of
-//! random scalars, and 1.22-1.68x on 32- and 64-bit ones (docs/benchmarks.md, stop 42). G1's
-//! stay blst's: batch-affine buckets gained little (1.01-1.19x from 2^16 to 2^22, none below
-//! 2^16) and nothing measurable in a whole proof.
+//! G2's Pippenger runs of up to 2^24 points use [`super::batch_affine`]'s buckets (rayon's
+//! pool): on the 2-core build machine they ran 1.07-1.44x as fast as blst's (median 1.23x)
+//! from 2^10 to 2^22 points of random scalars, and 1.22-1.68x on 32- and 64-bit ones
+//! (docs/benchmarks.md, stop 42); on 16 cores, 1.13-1.41x from 2^20 to 2^24 (stop 43). G1's
+//! stay blst's: batch-affine buckets gained little (1.01-1.19x from 2^16 to 2^22 on 2 cores,
+//! 1.04-1.07x at 2^22 and 2^24 on 16, none below 2^16) and nothing measurable in a whole
+//! proof.
 //! `CUZK_CPU_BATCH_AFFINE=0` gives G2's runs to blst too, to compare.
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, MultiPoint};
@@ -132,9 +134,10 @@ fn wide_g1(points: &[blst_p1_affine], bytes: &[u8], nbits: usize) -> Result<G1Pr
     Ok(g1_from_raw(&points.mult(bytes, nbits)))
 }
 
-/// The most points a G2 run gives to batch-affine buckets: the largest size measured (1.19x
-/// blst's speed at 2^22, 1.42-1.44x at 2^20); larger runs stay blst's.
-const G2_BATCH_AFFINE_MAX_POINTS: usize = 1 << 22;
+/// The most points a G2 run gives to batch-affine buckets: the largest size measured (on 16
+/// cores, 1.37-1.41x blst's speed at 2^24 and 1.13-1.21x at 2^23; on 2 cores, 1.19x at 2^22);
+/// larger runs stay blst's until they are measured.
+const G2_BATCH_AFFINE_MAX_POINTS: usize = 1 << 24;
 
 /// G2's Pippenger runs, as [`wide_g1`]'s: batch-affine buckets for up to
 /// [`G2_BATCH_AFFINE_MAX_POINTS`] points unless `CUZK_CPU_BATCH_AFFINE=0` (read once; for
