@@ -13,6 +13,7 @@ use ff::{Field, PrimeField};
 use group::{Curve, Group};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
+use rayon::prelude::*;
 
 fn arg<T: std::str::FromStr>(i: usize, default: T) -> T {
     std::env::args()
@@ -21,19 +22,30 @@ fn arg<T: std::str::FromStr>(i: usize, default: T) -> T {
         .unwrap_or(default)
 }
 
-/// `n` distinct points g, g + h, g + 2h, ... in affine form.
-fn chain<P: Curve + Group>(n: usize, g: P, h: P) -> Vec<P::AffineRepr>
+/// `n` distinct points g, g + h, g + 2h, ... in blst's affine form (`raw`), made in blocks on
+/// rayon's pool, each block from g + (its first index) h, so that only the output is held
+/// whole (2^26 G2 points: 12 GiB).
+fn chain<P, R>(n: usize, g: P, h: P, raw: fn(&P::AffineRepr) -> R) -> Vec<R>
 where
+    P: Curve + Group<Scalar = Scalar> + Send + Sync,
     P::AffineRepr: Default + Copy,
+    R: Default + Copy + Send,
 {
-    let mut proj = Vec::with_capacity(n);
-    let mut p = g;
-    for _ in 0..n {
-        proj.push(p);
-        p += h;
-    }
-    let mut out = vec![P::AffineRepr::default(); n];
-    P::batch_normalize(&proj, &mut out);
+    const BLOCK: usize = 1 << 14;
+    let mut out = vec![R::default(); n];
+    out.par_chunks_mut(BLOCK).enumerate().for_each(|(b, dst)| {
+        let mut p = g + h * Scalar::from((b * BLOCK) as u64);
+        let mut proj = Vec::with_capacity(dst.len());
+        for _ in 0..dst.len() {
+            proj.push(p);
+            p += h;
+        }
+        let mut affine = vec![P::AffineRepr::default(); dst.len()];
+        P::batch_normalize(&proj, &mut affine);
+        for (d, a) in dst.iter_mut().zip(&affine) {
+            *d = raw(a);
+        }
+    });
     out
 }
 
@@ -96,10 +108,8 @@ fn main() -> Result<(), String> {
     } else {
         bits.div_ceil(8) * 8
     };
-    let scalars: Vec<Scalar> = (0..n).map(|_| scalar(&mut rng, bits)).collect();
-    let bytes: Vec<u8> = scalars
-        .iter()
-        .flat_map(|s| s.to_repr()[..nbits.div_ceil(8)].to_vec())
+    let bytes: Vec<u8> = (0..n)
+        .flat_map(|_| scalar(&mut rng, bits).to_repr()[..nbits.div_ceil(8)].to_vec())
         .collect();
     let threads = rayon::current_num_threads();
     let (c, ranges) = batch_affine::plan(n, nbits, threads);
@@ -108,24 +118,24 @@ fn main() -> Result<(), String> {
     );
     match curve.as_str() {
         "g1" => {
-            let pts = chain(
+            let raw = chain(
                 n,
                 G1Projective::random(&mut rng),
                 G1Projective::random(&mut rng),
+                |p: &G1Affine| -> blst_p1_affine { *p.as_ref() },
             );
-            let raw: Vec<blst_p1_affine> = pts.iter().map(|p: &G1Affine| *p.as_ref()).collect();
             compare::<G1>(&raw, &bytes, nbits, runs, || {
                 let a = raw.as_slice().mult(&bytes, nbits);
                 G1Projective::from_raw_unchecked(Fp::from(a.x), Fp::from(a.y), Fp::from(a.z))
             })
         }
         "g2" => {
-            let pts = chain(
+            let raw = chain(
                 n,
                 G2Projective::random(&mut rng),
                 G2Projective::random(&mut rng),
+                |p: &G2Affine| -> blst_p2_affine { *p.as_ref() },
             );
-            let raw: Vec<blst_p2_affine> = pts.iter().map(|p: &G2Affine| *p.as_ref()).collect();
             compare::<G2>(&raw, &bytes, nbits, runs, || {
                 let a = raw.as_slice().mult(&bytes, nbits);
                 G2Projective::from_raw_unchecked(Fp2::from(a.x), Fp2::from(a.y), Fp2::from(a.z))
