@@ -2,8 +2,9 @@
 //! `CUZK_NTT_TOP`, `CUZK_NTT_FUSE_REV`, `CUZK_H_NEGACYCLIC`, `CUZK_MSM_G2_PAIR`,
 //! `CUZK_MSM_CHUNK_LOG`, `CUZK_MSM_SCATTER`, `CUZK_MSM_RUN_FACTOR`, and the engine's
 //! `CUZK_MSM_SORT_ONCE` and `CUZK_CPU_BATCH_AFFINE`; and the step timers `CUZK_MSM_PROFILE`
-//! and `CUZK_NTT_PROFILE`, [`crate::profile`]). None of them changes a result, only how it is computed or what is
-//! printed. Each is a `static` [`Knob`], read once per process, at its first use.
+//! and `CUZK_NTT_PROFILE`, [`crate::profile`]). None of them changes a result, only how it is
+//! computed or what is printed. Each is a `static` [`Knob`], read once per process, at its
+//! first use.
 //!
 //! A value a knob does not accept is ignored with a warning that names the knob, the value and
 //! what the knob accepts, so that a mistyped setting (`CUZK_NTT_TOP=off`, which used to mean
