@@ -3,7 +3,9 @@
 //! distinct points, random scalars of `bits` bits), the two sums compared every run; `fp`
 //! times blst's Fp product and inversion instead (the inversion's cost in the window plan).
 //!
-//! `cargo run --release -p cuzk-engine --example cpu_msm -- [g1|g2|fp] [log n: 20] [runs: 3] [bits: 255]`
+//! `cargo run --release -p cuzk-engine --example cpu_msm -- [g1|g2|fp] [log n: 20] [runs: 3] [bits: 255] [log chunk]`
+//! (with `log chunk`, the batch-affine side runs in chunks of 2^chunk points, as the prover's
+//! G2 runs do: `batch_affine::msm_chunked`)
 use std::time::{Duration, Instant};
 
 use blst::{blst_p1_affine, blst_p2_affine, MultiPoint};
@@ -68,6 +70,7 @@ fn compare<C: BaCurve>(
     bytes: &[u8],
     nbits: usize,
     runs: usize,
+    chunk: Option<usize>,
     blst: impl Fn() -> C::Proj,
 ) -> Result<(), String>
 where
@@ -78,7 +81,10 @@ where
         let a = blst();
         let tb = t.elapsed();
         let t = Instant::now();
-        let b = batch_affine::msm::<C>(raw, bytes, nbits.div_ceil(8), nbits)?;
+        let b = match chunk {
+            Some(k) => batch_affine::msm_chunked::<C>(raw, bytes, nbits.div_ceil(8), nbits, k)?,
+            None => batch_affine::msm::<C>(raw, bytes, nbits.div_ceil(8), nbits)?,
+        };
         let ta = t.elapsed();
         if a != b {
             return Err(format!("run {r}: the two sums differ"));
@@ -100,6 +106,9 @@ fn main() -> Result<(), String> {
     let log: u32 = arg(2, 20);
     let runs: usize = arg(3, 3);
     let bits: usize = arg(4, 255usize).clamp(1, 255);
+    // batch-affine runs in chunks of 2^chunk_log points (msm_chunked) when given, else whole
+    let chunk_log: u32 = arg(5, 0);
+    let chunk = (chunk_log > 0).then(|| 1usize << chunk_log);
     let n = 1usize << log;
     let mut rng = ChaCha8Rng::from_seed([5; 32]);
     // blst reads whole bytes: the scalars are stored in nbits / 8 bytes each.
@@ -112,9 +121,11 @@ fn main() -> Result<(), String> {
         .flat_map(|_| scalar(&mut rng, bits).to_repr()[..nbits.div_ceil(8)].to_vec())
         .collect();
     let threads = rayon::current_num_threads();
-    let (c, ranges) = batch_affine::plan(n, nbits, threads);
+    // the plan of one batch-affine run: the whole, or one chunk
+    let (c, ranges) = batch_affine::plan(chunk.map_or(n, |k| k.min(n)), nbits, threads);
     println!(
-        "{curve} 2^{log}, {bits}-bit scalars, {threads} threads; batch-affine: {c}-bit windows, {ranges} range(s) a window"
+        "{curve} 2^{log}, {bits}-bit scalars, {threads} threads; batch-affine: {c}-bit windows, {ranges} range(s) a window{}",
+        chunk.map_or(String::new(), |k| format!(" in chunks of {k} points"))
     );
     match curve.as_str() {
         "g1" => {
@@ -124,7 +135,7 @@ fn main() -> Result<(), String> {
                 G1Projective::random(&mut rng),
                 |p: &G1Affine| -> blst_p1_affine { *p.as_ref() },
             );
-            compare::<G1>(&raw, &bytes, nbits, runs, || {
+            compare::<G1>(&raw, &bytes, nbits, runs, chunk, || {
                 let a = raw.as_slice().mult(&bytes, nbits);
                 G1Projective::from_raw_unchecked(Fp::from(a.x), Fp::from(a.y), Fp::from(a.z))
             })
@@ -136,7 +147,7 @@ fn main() -> Result<(), String> {
                 G2Projective::random(&mut rng),
                 |p: &G2Affine| -> blst_p2_affine { *p.as_ref() },
             );
-            compare::<G2>(&raw, &bytes, nbits, runs, || {
+            compare::<G2>(&raw, &bytes, nbits, runs, chunk, || {
                 let a = raw.as_slice().mult(&bytes, nbits);
                 G2Projective::from_raw_unchecked(Fp2::from(a.x), Fp2::from(a.y), Fp2::from(a.z))
             })

@@ -409,6 +409,37 @@ pub fn msm<C: BaCurve>(
     Ok(acc)
 }
 
+/// As [`msm`], over consecutive chunks of at most `chunk` points, their sums added: a run of
+/// any size is computed as runs of at most `chunk` points, the sizes it was measured at (each
+/// chunk plans its own windows). Errors as [`msm`], and if `chunk` is 0 or a run longer than
+/// `chunk` has scalars of 0 bytes.
+pub fn msm_chunked<C: BaCurve>(
+    points: &[C::Raw],
+    bytes: &[u8],
+    stride: usize,
+    bits: usize,
+    chunk: usize,
+) -> Result<C::Proj, String> {
+    if chunk == 0 {
+        return Err("batch-affine chunks of 0 points".into());
+    }
+    if points.len() <= chunk {
+        return msm::<C>(points, bytes, stride, bits);
+    }
+    if stride == 0 || bytes.len() != points.len() * stride {
+        return Err(format!(
+            "{} points but {} scalar bytes at {stride} a scalar",
+            points.len(),
+            bytes.len()
+        ));
+    }
+    let mut acc = C::Proj::identity();
+    for (p, b) in points.chunks(chunk).zip(bytes.chunks(chunk * stride)) {
+        acc += msm::<C>(p, b, stride, bits)?;
+    }
+    Ok(acc)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -511,6 +542,29 @@ mod tests {
         let scalars = vec![Scalar::from(3u64); n];
         let got = msm::<G1>(&raw_g1(&pts), &bytes_of(&scalars), 32, 2).unwrap();
         assert_eq!(got, naive_g1(&pts, &scalars));
+    }
+
+    /// Chunks of any size, dividing the run or not, give the whole run's sum; a chunk of 0
+    /// points, and bytes that do not match the points, are errors.
+    #[test]
+    fn chunked_runs_match_the_whole_run() {
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        let n = 1000;
+        let pts: Vec<G1Affine> = (0..n)
+            .map(|_| G1Projective::random(&mut rng).to_affine())
+            .collect();
+        let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        let (raw, bytes) = (raw_g1(&pts), bytes_of(&scalars));
+        let want = naive_g1(&pts, &scalars);
+        for chunk in [1usize, 7, 333, 500, 999, 1000, 5000] {
+            let got = msm_chunked::<G1>(&raw, &bytes, 32, 255, chunk).unwrap();
+            assert_eq!(got, want, "chunk={chunk}");
+        }
+        assert!(msm_chunked::<G1>(&raw, &bytes, 32, 255, 0).is_err());
+        assert!(msm_chunked::<G1>(&raw, &bytes[..bytes.len() - 1], 32, 255, 7).is_err());
+        assert!(msm_chunked::<G1>(&raw, &[], 0, 255, 7).is_err());
+        let none = msm_chunked::<G1>(&[], &[], 32, 255, 7).unwrap();
+        assert_eq!(none, G1Projective::identity());
     }
 
     #[test]

@@ -134,18 +134,24 @@ fn wide_g1(points: &[blst_p1_affine], bytes: &[u8], nbits: usize) -> Result<G1Pr
     Ok(g1_from_raw(&points.mult(bytes, nbits)))
 }
 
-/// The most points a G2 run gives to batch-affine buckets: the largest size measured (on 16
-/// cores, 1.37-1.41x blst's speed at 2^24 and 1.13-1.21x at 2^23; on 2 cores, 1.19x at 2^22);
-/// larger runs stay blst's until they are measured.
-const G2_BATCH_AFFINE_MAX_POINTS: usize = 1 << 24;
+/// The most points one batch-affine run takes: a longer G2 run goes in chunks of this many
+/// (`batch_affine::msm_chunked`). It is the largest run measured (on 16 cores, 1.37-1.41x blst's
+/// speed at 2^24 and 1.13-1.21x at 2^23; on 2 cores, 1.19x at 2^22).
+const G2_BATCH_AFFINE_CHUNK: usize = 1 << 24;
 
-/// G2's Pippenger runs, as [`wide_g1`]'s: batch-affine buckets for up to
-/// [`G2_BATCH_AFFINE_MAX_POINTS`] points unless `CUZK_CPU_BATCH_AFFINE=0` (read once; for
+/// G2's Pippenger runs, as [`wide_g1`]'s: batch-affine buckets, in chunks of at most
+/// [`G2_BATCH_AFFINE_CHUNK`] points, unless `CUZK_CPU_BATCH_AFFINE=0` (read once; for
 /// measurements, both ways give the same sums), else blst's.
 fn wide_g2(points: &[blst_p2_affine], bytes: &[u8], nbits: usize) -> Result<G2Projective, String> {
     static ON: Knob<bool> = Knob::new();
-    if points.len() <= G2_BATCH_AFFINE_MAX_POINTS && ON.switch("CUZK_CPU_BATCH_AFFINE") {
-        batch_affine::msm::<batch_affine::G2>(points, bytes, nbits.div_ceil(8), nbits)
+    if ON.switch("CUZK_CPU_BATCH_AFFINE") {
+        batch_affine::msm_chunked::<batch_affine::G2>(
+            points,
+            bytes,
+            nbits.div_ceil(8),
+            nbits,
+            G2_BATCH_AFFINE_CHUNK,
+        )
     } else {
         Ok(g2_from_raw(&points.mult(bytes, nbits)))
     }
