@@ -10,10 +10,9 @@
 //! than 2^24 points in chunks of 2^24: on the 2-core build machine they ran 1.07-1.44x as fast
 //! as blst's (median 1.23x) from 2^10 to 2^22 points of random scalars, and 1.22-1.68x on 32-
 //! and 64-bit ones (docs/benchmarks.md, stop 42); on 16 cores, 1.13-1.41x from 2^20 to 2^24
-//! (stop 43) and 1.07-1.41x at 2^26 in chunks (stop 44; 1.03x on 2 cores). G1's
-//! stay blst's: batch-affine buckets gained little (1.01-1.19x from 2^16 to 2^22 on 2 cores,
-//! 1.04-1.07x at 2^22 and 2^24 on 16, none below 2^16) and nothing measurable in a whole
-//! proof.
+//! (stop 43) and 1.07-1.41x at 2^26 in chunks (stop 44; 1.03x on 2 cores). G1's stay blst's:
+//! batch-affine buckets gained little (1.01-1.19x from 2^16 to 2^22 on 2 cores, 1.04-1.07x at
+//! 2^22 and 2^24 on 16, none below 2^16) and nothing measurable in a whole proof.
 //! `CUZK_CPU_BATCH_AFFINE=0` gives G2's runs to blst too, to compare.
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, MultiPoint};
