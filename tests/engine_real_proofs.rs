@@ -182,7 +182,7 @@ fn a_bad_request_is_refused_at_submit_and_the_engine_keeps_serving() {
 /// lease has left the device (`left_device`), and the device still gets its next lease in
 /// time to name it to its worker (where a GPU uploads it during the current kernels). A lease
 /// that stayed in the table until its verification ended would leave the table full when the
-/// device asks for more, and no partition would ever be named (stop 12 saw 0 of 7).
+/// device asks for more, and no partition would ever be named (measured: 0 of 7).
 #[test]
 fn a_pipelining_device_names_its_next_real_partition_while_proofs_are_verified() {
     support::store_with(ProofKind::WindowPost);

@@ -4,7 +4,7 @@
 //! physical identities, optionally enumerated in a permuted ordinal order (as
 //! `CUDA_VISIBLE_DEVICES=1,0` permutes them). Each device records every interval in which it
 //! ran a partition, as the device itself saw it, into a [`MockRecorder`]: tests check the
-//! invariants of DESIGN.md section 5 on those intervals. Real partitions are proved through
+//! invariants I1-I5 (docs/architecture.md) on those intervals. Real partitions are proved through
 //! the CPU backend; simulated partitions ([`crate::SimulatedJob`]) just take their time.
 
 use std::collections::HashSet;

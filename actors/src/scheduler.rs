@@ -3,7 +3,7 @@
 //! no threads), so the actor that owns it stays small and simulation tests can drive
 //! thousands of partitions through it in milliseconds.
 //!
-//! Invariants it keeps (DESIGN.md section 5):
+//! Invariants it keeps (I1-I5 of docs/architecture.md):
 //! - I1/I2 through the [`LeaseTable`];
 //! - I3: each partition of an accepted job is recorded done exactly once, or the job ends
 //!   failed or cancelled; results of revoked or cancelled leases are discarded;

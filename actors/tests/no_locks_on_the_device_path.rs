@@ -1,5 +1,5 @@
 //! Mutual exclusion on devices comes from ownership, never from locks or environment
-//! variables (DESIGN.md section 2). This test reads the sources: no `Mutex`/`RwLock` in
+//! variables (docs/architecture.md). This test reads the sources: no `Mutex`/`RwLock` in
 //! the code between a lease and a device (scheduler, lease table, actors, drivers, the
 //! backends and kernels a device actor calls), and no `set_var` anywhere in the workspace.
 

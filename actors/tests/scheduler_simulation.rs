@@ -1,6 +1,6 @@
 //! Simulation of the scheduler core on mock devices in simulated time: thousands of
 //! partitions, flaky and hanging devices, cancellations, a device lost mid-run. Checks the
-//! invariants of DESIGN.md section 5 on every step.
+//! invariants I1-I5 (docs/architecture.md) on every step.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};

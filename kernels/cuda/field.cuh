@@ -116,8 +116,8 @@ struct FrCfg {
 // for the high word's addend, where it otherwise emits one IMAD.WIDE.U32.X: with the
 // plain negation an Fr product took 285 multiply-pipe slots (the high products two
 // each) and 352 instructions, with the hidden one 237 and 296 (SASS of NVRTC 13.0, sm_90;
-// with eo_redc_row passing t0 as -mi). One LOP3 (an ALU instruction) a row. On an H200 (stop
-// 40): Fr products 5.45e10 -> 5.90e10 a second, NTT 2^27 37.1 -> 35.4 ms, H 239 -> 226 ms.
+// with eo_redc_row passing t0 as -mi). One LOP3 (an ALU instruction) a row. Measured on an
+// H200: Fr products 5.45e10 -> 5.90e10 a second, NTT 2^27 37.1 -> 35.4 ms, H 239 -> 226 ms.
 __constant__ u32 OPAQUE_ZERO[1] = {0u};
 DEVI u32 low_one_mi(u32 t0) { return (0u - t0) ^ OPAQUE_ZERO[0]; }
 

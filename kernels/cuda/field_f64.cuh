@@ -1,10 +1,10 @@
 // Montgomery products on the FP64 pipe: a measured probe, used by no MSM or NTT kernel.
-// On an H200 (kernels_bench --only rates, docs/benchmarks.md stop 22) they are slower than
+// On an H200 (kernels_bench --only rates; docs/benchmarks.md, CHANGELOG.md) they are slower than
 // the integer products of field.cuh: Fr by a constant 0.97x, Fp 0.88x. Each limb product
 // costs three FP64 instructions and about two integer additions, so they issue twice the
 // instructions of the integer product and no pipe is saturated (Nsight Compute: FP64 pipe
 // 54%, ALU 56%, issue 58%). Mixing them into the G1 mixed addition beside integer products
-// (branch stop22-hybrid) slowed the accumulation (383 -> 420-466 ms at 2^26). Kept, with
+// (measured, not merged) slowed the accumulation (383 -> 420-466 ms at 2^26). Kept, with
 // its differential tests, so the question can be asked again of another GPU in one run.
 //
 // An H200's integer multiply (IMAD.WIDE, 32 x 32 -> 64 bits) and its FP64 fused multiply-add

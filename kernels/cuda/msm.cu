@@ -46,7 +46,7 @@ typedef Xyzz<PF> PXyzz;
 // lane pairs (msm_pair.cu) loads the next point into registers before adding the current one.
 // In G1 that prefetch took the kernel to 218 registers (two blocks of 128 an SM); without it
 // ptxas needs 168, three blocks an SM, and the 2^23..2^26 random G1 MSMs were 0.7-1.3% faster
-// on an H200 (stop 39, alternated in one call; prefetch hints into L1 or L2 instead of
+// on an H200 (alternated in one run; prefetch hints into L1 or L2 instead of
 // registers gained nothing). A whole G2 point does not fit in the one-lane G2 accumulation's
 // registers either (ptxas spills).
 
@@ -291,7 +291,7 @@ extern "C" __global__ void MSM_NAME(msm_scatter)(const u32* __restrict__ canon, 
 // msm_scatter by tiles, where a window has at most SCATTER_TILED_MAX_BINS bins (the host's
 // choice; msm_scatter otherwise). msm_scatter makes one L2 atomic and two scattered stores (the
 // entry, its low bits) per digit: for 2^26 random G1 scalars (0.87e9 digits) it took 35 ms
-// with the L2 at 87% of its request rate and the DRAM at 8% (Nsight Compute, stop 27). Here a
+// with the L2 at 87% of its request rate and the DRAM at 8% (Nsight Compute). Here a
 // block takes a tile of SCATTER_PPT * blockDim points and handles the windows in turn, the
 // carries of its points and the two words a window reads in registers (the canonical scalars
 // are transposed, so each word is read once, coalesced; reading both words every window read
@@ -648,9 +648,9 @@ extern "C" __global__ void MSM_NAME(curve_madd_rate)(const PAffine* __restrict__
 }
 
 #ifndef MSM_ACCUMULATE_ONLY
-// Batch-affine addition probe (measured, used by no MSM: built into the G1 accumulation in
-// stop 23, with the lanes' state in device memory, it made the MSM slower, 2^26: 528-642 ms
-// against 450; branch stop23-batch-affine, docs/benchmarks.md): affine accumulators, B a thread,
+// Batch-affine addition probe (measured, used by no MSM: built into the G1 accumulation, with
+// the lanes' state in device memory, it made the MSM slower, 2^26: 528-642 ms against 450;
+// commits aec8f95 and 490cf19, backed out; CHANGELOG.md): affine accumulators, B a thread,
 // each gaining one point a round; the B slopes' denominators share one inversion
 // (Montgomery's trick), so an addition costs 6 field products (the running product, the two
 // of the backward pass, the slope, its square, Y3) plus 1/B of an inversion (Fermat, a^(p-2):

@@ -17,7 +17,7 @@
 //   small[i] = w_512^i for i < 256 (w_512 the 512th root of unity, or its inverse);
 //   stage[2^(t-1) + x] = w_{2^t}^x for t <= NTT_STAGE_BITS and x < 2^(t-1): every twiddle of
 //   the first 18 stages, read as it is by a pass with s + k <= NTT_STAGE_BITS (8 MiB, mostly
-//   in L2; the middle pass of a 2^27 transform: 15.8 -> 12.7 ms on an H200, stop 25);
+//   in L2; the middle pass of a 2^27 transform: 15.8 -> 12.7 ms on an H200);
 //   root_lo[x] = w28^x, root_hi[x] = w28^(x * 2^14) for x < 2^14 (w28 the 2^28-th root),
 //   so w_{2^t}^low = w28^(low * 2^(28 - t)) is one product of two entries, and a later
 //   stage's twiddle one more product (a pass with s + k > NTT_STAGE_BITS: about one product
@@ -355,9 +355,9 @@ DEVI void ntt_pass_body(Fr* dst, const Fr* src, u32 logn, u32 s, u32 k, u32 c, u
         } else if (topped) {
             // the same power of w_{2^t} as a power of w27: x < 2^(t-1) << (27 - t) = 2^26.
             // Loaded, as this pass's elements are: with both copied the last pass of a 2^27
-            // transform took 14.6 ms instead of 13.5 (stop 30), and with these alone copied
-            // (the inverse negated after the wait) the 2^27 NTT took 38.7 ms instead of 37.1
-            // and the H polynomial 288.8 instead of 278.7 (stop 31).
+            // transform took 14.6 ms instead of 13.5, and with these alone copied (the
+            // inverse negated after the wait) the 2^27 NTT took 38.7 ms instead of 37.1 and
+            // the H polynomial 288.8 instead of 278.7 (measured on an H200).
             const u32 x = (low0 + (e >> k) + (jp << s)) << (NTT_TOP_BITS - (s + i + 1));
             Fr w;
             if ((flags & NTT_TOP_INV) && x != 0) w = neg(ld_vec(top + ((1u << (NTT_TOP_BITS - 1)) - x)));

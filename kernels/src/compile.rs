@@ -32,7 +32,7 @@ const NOINLINE_MUL: &str = "MUL_FN __device__ __noinline__";
 /// pointer in uniform registers (one per warp) that `xyzz_dbl`, called by the warp's other
 /// lanes in the doubling branch, overwrites with limbs of the modulus, so lanes adding equal
 /// points beside lanes adding distinct ones read through a bad pointer
-/// (CUDA_ERROR_ILLEGAL_ADDRESS; docs/benchmarks.md, stop 18, read off the machine code).
+/// (CUDA_ERROR_ILLEGAL_ADDRESS; read off the machine code, see CHANGELOG.md).
 /// `kernels_compile` checks that no module has any other out-of-line function.
 const INLINE_POINTS: &str = "POINT_FN __device__ __forceinline__";
 
@@ -66,7 +66,7 @@ pub const NTT: KernelModule = KernelModule {
 const NO_ACCUMULATE: &str = "MSM_NO_ACCUMULATE";
 
 /// Interleaves independent field products (`mul2`, field.cuh): in the inlined G1
-/// accumulation only. Measured on an H200 (stop 21): G1 2^26 accumulation 386.5 -> 383.0 ms;
+/// accumulation only. Measured on an H200: G1 2^26 accumulation 386.5 -> 383.0 ms;
 /// G2's (two of each Fp2 product's three) 317 -> 386 ms, more spills; the NTT's radix-4
 /// butterflies in pairs, 2^27 46.1-46.3 -> 46.9-47.0 ms (94 registers instead of 80, fewer
 /// warps).
@@ -74,11 +74,11 @@ const PAIRED_PRODUCTS: &str = "PAIRED_PRODUCTS";
 
 /// Squares by the dedicated square (`sqr_dedicated`, field.cuh) instead of the product:
 /// in modules whose products are inlined (an out-of-line module keeps one product function).
-/// Measured on an H200 (stop 24): Fp squares 1.27x; G1 2^26 MSM 450.1 -> 437.4 ms.
+/// Measured on an H200: Fp squares 1.27x; G1 2^26 MSM 450.1 -> 437.4 ms.
 const DEDICATED_SQR: &str = "DEDICATED_SQR";
 
 /// Computes the G1 mixed addition's Y3 = R (Q - X3) - Y PPP as one sum of two products with
-/// one reduction (`mul_sum`, field.cuh; Fp only). Measured on an H200 (stop 24): G1 2^26 MSM
+/// one reduction (`mul_sum`, field.cuh; Fp only). Measured on an H200: G1 2^26 MSM
 /// 437.1-437.5 -> 418.2-418.3 ms, witness-shaped scalars 81.5 -> 77.8-78.1 ms.
 const SUM_PRODUCTS: &str = "SUM_PRODUCTS";
 
@@ -117,9 +117,9 @@ pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
 /// G2 `msm_accumulate_g2`, `msm_fix_round_g2`, `msm_fix_store_g2`, the lane-pair forms
 /// `msm_accumulate_pair_g2`, `msm_fix_round_pair_g2` and `msm_segments_pair_g2` (`fp2_pair.cuh`,
 /// `msm_pair.cu`; their point formulas' Y3 = a b - c d is one `mul_sum4` a lane: G2 2^24
-/// accumulation 307.4-310.1 -> 295.3-297.1 ms on an H200, stop 36), and `curve_madd_rate_g2`, everything inlined as in
-/// [`MSM_G1_ACCUMULATE`] (ptxas: 256-byte stack with some spills, against a 1760-byte stack
-/// out of line).
+/// accumulation 307.4-310.1 -> 295.3-297.1 ms on an H200), and `curve_madd_rate_g2`,
+/// everything inlined as in [`MSM_G1_ACCUMULATE`] (ptxas: 256-byte stack with some spills,
+/// against a 1760-byte stack out of line).
 pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
     name: "msm_g2_accumulate",
     defines: &["MSM_G2", INLINE_POINTS, ACCUMULATE_ONLY],
@@ -128,15 +128,16 @@ pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
 
 /// Per-thread stack, in bytes, every device context reserves when it is opened: at least the
 /// largest cumulative stack ptxas reports for any kernel of [`MODULES`] (`msm_segments_g2`,
-/// 1320 bytes since stop 21, 4072 before; `kernels_compile` checks the bound), so the driver
-/// never has to grow it at a kernel's first launch. On an H200 this reserves 4 KiB x 2048 threads x 132 SMs = 1.1 GiB,
-/// which the largest kernel takes at its first launch anyway. (Stop 17 counted it among the
-/// cures of an intermittent MSM fault; stop 18 found that fault's cause in ptxas's code for
-/// out-of-line point functions, see `INLINE_POINTS`.)
+/// 1320 bytes with field products taken by value, 4072 before; `kernels_compile` checks the
+/// bound), so the driver never has to grow it at a kernel's first launch. On an H200 this
+/// reserves 4 KiB x 2048 threads x 132 SMs = 1.1 GiB, which the largest kernel takes at its
+/// first launch anyway. (It was once counted among the cures of an intermittent MSM fault,
+/// whose cause turned out to be ptxas's code for out-of-line point functions, see
+/// `INLINE_POINTS`.)
 pub const KERNEL_STACK_BYTES: usize = 4096;
 
 /// Every kernel module of the crate, the slowest to compile first (on 2 cores: the inlined
-/// G2 accumulation with its lane-pair kernels 180-260 s since stop 34 (72-90 s before), G2
+/// G2 accumulation with its lane-pair kernels 180-260 s (72-90 s without them), G2
 /// 50-60 s, the inlined G1 accumulation 12-15 s, the others a few seconds), so that
 /// [`map_modules`] never starts a slow one last.
 pub const MODULES: &[KernelModule] = &[

@@ -305,8 +305,8 @@ impl GpuDevice {
             Err(e) => return Err(self.drv("loading a module")(e)),
         };
         // Load every kernel of the module now, as eager module loading would, so a kernel's
-        // first launch in a partition pays no loading. (Stop 17 took this for the cure of an
-        // intermittent MSM fault; stop 18 found the fault's cause in ptxas's code for
+        // first launch in a partition pays no loading. (This was once taken for the cure of
+        // an intermittent MSM fault, whose cause turned out to be ptxas's code for
         // out-of-line point functions, see compile::INLINE_POINTS.)
         for name in &names {
             if let Ok(f) = loaded.load_function(name) {

@@ -138,8 +138,8 @@ mod tests {
         assert!(!switch("S", set("0")));
         assert!(!switch("S", set(" 0 ")));
         assert!(switch("S", set("1")));
-        // "off" is not a value a switch knows: refused, so the default (on) applies (before
-        // stop 35 any value but 0 meant on, silently)
+        // "off" is not a value a switch knows: refused, so the default (on) applies (switches
+        // once took any value but 0 as on, silently)
         assert!(switch("S", set("off")));
         assert!(on_unless_zero("CUZK_TEST_SWITCH_NEVER_SET"));
     }

@@ -35,10 +35,10 @@ use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
 use crate::profile::{msm_profile, Steps};
 
 /// Largest number of points one pipeline run handles; larger inputs are chunked. Measured
-/// on an H200 (docs/benchmarks.md): one 2^27 chunk saves the second chunk's window and piece
+/// on an H200 (CHANGELOG.md): one 2^27 chunk saves the second chunk's window and piece
 /// sums (15.7 ms) and 6.8 ms of accumulation, but its 8192 bins a window scatter with twice
 /// the L2 requests an entry (slabs of 4 where 2^26 chunks fill slabs of 8): 57-67 ms
-/// against 2 x 15.8 (stop 36; untiled, stop 35: 104-109). A 32 GiB partition's H MSM took
+/// against 2 x 15.8 (untiled: 104-109). A 32 GiB partition's H MSM took
 /// 795.5-796.9 ms as one chunk against 794.3-794.7 as two, for about 8 GiB more scratch.
 pub const MAX_CHUNK: usize = 1 << 26;
 
@@ -64,7 +64,7 @@ pub trait MsmCurve: Send + Sync + 'static {
     const PAIR_KERNELS: bool;
     /// Mean bucket sizes a run of the accumulation holds (at least 4: see `run_factor`). Longer
     /// runs split fewer buckets (whose pieces cost the piece sums) and make fewer threads.
-    /// Measured on an H200 (stop 41, `CUZK_MSM_RUN_FACTOR`, random scalars): G2 2^24 344.6-344.8
+    /// Measured on an H200 (`CUZK_MSM_RUN_FACTOR`, random scalars): G2 2^24 344.6-344.8
     /// ms at 4, 341.6-341.9 at 8 (piece sums 10.0 -> 4.7 ms), 342.4 at 16, 2^20 and 2^22 the
     /// same; G1 2^26 395.5-395.7 at 4, 396.8-397.4 at 8, and 2^20 / 2^22 10.5 / 32.2 ms at 4
     /// against 12.0 / 39.2 at 8 (too few threads). So 4 for G1, 8 for G2 (two threads a run).
@@ -191,7 +191,7 @@ enum PairUse {
 }
 
 /// Fewest buckets a segment of the window sums must hold for `msm_segments_pair_g2` to be
-/// used by [`PairUse::Auto`]. Measured on an H200 (stop 34): with 128 buckets a segment (a
+/// used by [`PairUse::Auto`]. Measured on an H200: with 128 buckets a segment (a
 /// random 2^24 G2 MSM) the pair kernel saves about 12 ms of 42, with 64 (2^23) about 2 ms;
 /// with 8 or 16 (2^20 and 2^22 random, witness-shaped 2^24) it loses 3.5-7 ms, its per-thread
 /// fixed part (the weight `first` by double-and-add) being longer on pairs.
@@ -659,7 +659,7 @@ impl GpuDevice {
     /// As [`GpuDevice::msm_at`], in chunks of at most `chunk` points (`chunk` >= 1; the
     /// result does not depend on it), one after another on the device's stream. Chunks with
     /// the same window width (a later one with no more windows) share one set of bucket sums:
-    /// measured on an H200 (stop 39), a 32 GiB WindowPoSt partition's five two-chunk MSMs took
+    /// measured on an H200, a 32 GiB WindowPoSt partition's five two-chunk MSMs took
     /// 44 ms less, a PoRep partition's 13 ms less.
     /// [`GpuDevice::msm_at`] uses [`MAX_CHUNK`]; smaller chunks are for tests of the chunked
     /// path.

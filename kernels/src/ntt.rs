@@ -32,7 +32,7 @@ const NTT_MAX_K: u32 = 9;
 /// NTT_ROOT_BITS in ntt.cu).
 const ROOT_BITS: u32 = 14;
 /// Default log2 of the columns one block of a pass takes (`CUZK_NTT_COLS` overrides, 0..=2).
-/// Measured on an H200 at 2^27 (docs/benchmarks.md, NTT version 4): 1 column 46.8 ms,
+/// Measured on an H200 at 2^27 (radix-4 passes, CHANGELOG.md): 1 column 46.8 ms,
 /// 2 columns 49.5 ms, 4 columns 62.4 ms; wider blocks cost occupancy (each column has its
 /// own twiddle table in shared memory) more than the longer runs of addresses gain.
 const DEFAULT_COLS_LOG: u32 = 0;

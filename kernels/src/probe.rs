@@ -178,7 +178,7 @@ fn best_of_three(dev: &GpuDevice, mut launch: impl FnMut() -> Result<()>) -> Res
 }
 
 /// A kernel of the batch-affine addition probe (`affine_batch_b*` in cuda/msm.cu, G1 and G2,
-/// used by no MSM; the G1 MSM built on it in stop 23 was slower, see docs/benchmarks.md): how
+/// used by no MSM; a G1 MSM accumulation built on it was slower, see CHANGELOG.md): how
 /// many affine accumulators a thread keeps, the slopes of a round sharing one inversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AffineBatch {

@@ -1,8 +1,8 @@
 //! What ptxas makes of the Fr kernels that bound the NTT, and of the G1 accumulation, read on a
 //! machine with no GPU: the SASS by `nvdisasm` and the register counts by ptxas's verbose log
-//! (stop 40 found ptxas splitting every reduction product of the Fr product in three, which
-//! cost the 2^27 NTT 5%; stop 41 measured a G1 accumulation four registers over its three
-//! blocks an SM 1.2% slower).
+//! (ptxas once split every reduction product of the Fr product in three, which cost the 2^27
+//! NTT 5%; a G1 accumulation four registers over its three blocks an SM was measured 1.2%
+//! slower).
 //!
 //! Needs `libnvrtc.so.13` (as `kernels_compile`) and `nvdisasm`: `$CUZK_NVDISASM`, else
 //! `nvdisasm` on the PATH (CI: `pip install --target .ci/nvdisasm 'nvidia-cuda-nvdisasm==13.*'`).
@@ -209,7 +209,7 @@ fn kernels_sass_ntt_passes_fit_six_blocks_an_sm() {
 }
 
 /// The G1 accumulation (most of a G1 MSM's time) fits three blocks of 128 threads an SM and
-/// spills nothing. Measured on an H200 (stop 41, lazily reduced Fp, branch `stop41-lazy-fp`):
+/// spills nothing. Measured on an H200 (lazily reduced Fp, an experiment not merged):
 /// the same kernel at 172 registers (two blocks an SM) made the 2^26 MSM 395.2 -> 400.0 ms, and
 /// held to 168 by launch bounds, with 52 bytes of spills in its loop, 420.7 ms.
 #[test]

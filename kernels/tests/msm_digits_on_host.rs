@@ -1,9 +1,9 @@
 //! The MSM's window digits (`cuda/msm_digits.cuh`, the code the sorting kernels run) on the
 //! host: `cuda/digits_check.cpp` walks the windows of random and edge-case scalars at every
 //! width 8..=20 from held words, as `msm_scatter_tiled` does, and checks them against
-//! `signed_digit` and against the scalar itself (the digits must sum to it). Stop 27's
-//! scatter read an uninitialised word in window 0, found only on a device; this finds that
-//! class of fault on any machine with a C++ compiler.
+//! `signed_digit` and against the scalar itself (the digits must sum to it). An earlier form
+//! of the tiled scatter read an uninitialised word in window 0, found only on a device; this
+//! finds that class of fault on any machine with a C++ compiler.
 
 use std::process::Command;
 

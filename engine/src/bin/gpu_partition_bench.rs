@@ -1,9 +1,9 @@
 //! One Groth16 partition shaped like a 32 GiB PoRep or WindowPoSt partition on a CUDA device,
 //! timed per phase.
 //!
-//! Shapes (`--shape`; sizes from docs/FILECOIN.md, value mixes from
+//! Shapes (`--shape`; sizes of Filecoin's 32 GiB circuits, value mixes from
 //! `engine/examples/witness_shape.rs` on real partitions):
-//! - `porep` (the default, the benchmark's shape since stop 11): 130,278,541 constraints in a
+//! - `porep` (the default, the benchmark's long-standing shape): 130,278,541 constraints in a
 //!   domain of 2^27, one aux variable per constraint, 99.7% of aux variables in A and 25.4%
 //!   in B, aux values 40% zero, 35% one, 15% below 2^32, 10% full width.
 //! - `porep-measured`: the same sizes and densities, aux values as in a real PoRep 8 MiB

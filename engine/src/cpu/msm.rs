@@ -9,8 +9,8 @@
 //! G2's Pippenger runs use [`super::batch_affine`]'s buckets (rayon's pool), a run of more
 //! than 2^24 points in chunks of 2^24: on the 2-core build machine they ran 1.07-1.44x as fast
 //! as blst's (median 1.23x) from 2^10 to 2^22 points of random scalars, and 1.22-1.68x on 32-
-//! and 64-bit ones (docs/benchmarks.md, stop 42); on 16 cores, 1.13-1.41x from 2^20 to 2^24
-//! (stop 43) and 1.07-1.41x at 2^26 in chunks (stop 44; 1.03x on 2 cores). G1's stay blst's:
+//! and 64-bit ones; on 16 cores, 1.13-1.41x from 2^20 to 2^24 and 1.07-1.41x at 2^26 in
+//! chunks (1.03x on 2 cores; docs/benchmarks.md, CHANGELOG.md). G1's stay blst's:
 //! batch-affine buckets gained little (1.01-1.19x from 2^16 to 2^22 on 2 cores, 1.04-1.07x at
 //! 2^22 and 2^24 on 16, none below 2^16) and nothing measurable in a whole proof.
 //! `CUZK_CPU_BATCH_AFFINE=0` gives G2's runs to blst too, to compare.
@@ -137,7 +137,7 @@ fn wide_g1(points: &[blst_p1_affine], bytes: &[u8], nbits: usize) -> Result<G1Pr
 /// The most points one batch-affine run takes: a longer G2 run goes in chunks of this many
 /// (`batch_affine::msm_chunked`). It is the largest single run measured (on 16 cores, 1.37-1.41x
 /// blst's speed at 2^24 and 1.13-1.21x at 2^23; on 2 cores, 1.19x at 2^22); 2^26 points in
-/// chunks of it ran 1.07x, 1.31x and 1.41x blst's speed on 16 cores (three pairs, stop 44) and
+/// chunks of it ran 1.07x, 1.31x and 1.41x blst's speed on 16 cores (three pairs) and
 /// 1.03x on 2.
 const G2_BATCH_AFFINE_CHUNK: usize = 1 << 24;
 

@@ -368,7 +368,8 @@ fn bench_ntt(dev: &GpuDevice, quick: bool, runs: usize) -> BenchResult {
 
     // Groth16's H on the device: a, b, c each from evaluations to the coset, (a*b - c) / Z,
     // back to coefficients; with the coset factors in the twiddles and the constants left to
-    // kappa (as the engine runs it), fused with separate coset passes (stop 25's engine), and
+    // kappa (as the engine runs it), fused with separate coset passes (the engine's earlier
+    // form), and
     // the plain sequence of transforms and element-wise passes, in the same run.
     // The first column is the engine's path for a satisfied assignment (c = a b: the check
     // and six transforms), set up before each run and not timed; the others run on whatever
