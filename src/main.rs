@@ -2,7 +2,7 @@
 
 /// mimalloc instead of the system allocator: witness synthesis allocates and frees heavily on
 /// many threads at once, and with glibc's allocator two GPUs proved 26-28 mixed proofs per
-/// second against 30-31 with mimalloc, on the same machine (docs/benchmarks.md, stop 14).
+/// second against 30-31 with mimalloc, on the same machine (docs/benchmarks.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -31,9 +31,17 @@ struct Cli {
     /// Parameter directory (default: $FIL_PROOFS_PARAMETER_CACHE or /var/tmp/filecoin-proof-parameters).
     #[arg(long, global = true)]
     params_dir: Option<PathBuf>,
+    /// Without a command, `cuzk` is the daemon, started as Curio's documentation starts its
+    /// own (`cuzk --config /data/zk/cuzk.toml`); these are `cuzk daemon`'s flags.
+    #[command(flatten)]
+    daemon: cuzk::daemon::DaemonArgs,
     #[command(subcommand)]
-    cmd: Cmd,
+    cmd: Option<Cmd>,
 }
+
+/// Curio's documented place for its daemon's configuration, read when `cuzk` runs without
+/// a command and without `--config`.
+const CURIO_CONFIG: &str = "/data/zk/cuzk.toml";
 
 #[derive(Subcommand)]
 enum Cmd {
@@ -52,10 +60,13 @@ enum Cmd {
         /// Request file (JSON, format cuzk-request/1).
         #[arg(long, conflicts_with = "c1")]
         input: Option<PathBuf>,
-        /// A bare PoRep C1 output JSON instead of a request file (needs --registered-proof).
-        #[arg(long, requires = "registered_proof")]
+        /// A PoRep C1 output instead of a request file, in any form node software writes:
+        /// filecoin-proofs-api's JSON (what `ffi.SealCommitPhase1`, Lotus and Curio keep),
+        /// Curio's envelope, or filecoin-proofs' JSON (which needs --registered-proof).
+        #[arg(long)]
         c1: Option<PathBuf>,
-        /// Registered seal proof number for --c1 (e.g. 5 = StackedDrg2KiBV1_1, 8 = 32GiB V1_1).
+        /// Registered seal proof number for --c1 (e.g. 5 = StackedDrg2KiBV1_1, 8 = 32GiB V1_1,
+        /// 13 = 32GiB synthetic); checked against the one the C1 output names.
         #[arg(long)]
         registered_proof: Option<u64>,
         /// Where to write the proof bytes (concatenated 192-byte partition proofs).
@@ -131,6 +142,11 @@ enum Cmd {
         /// Seed for the data, ticket and challenges.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Seal the sector as this registered seal proof (default: the newest interactive
+        /// one of the size; 10-14 synthetic PoRep, 15-19 non-interactive PoRep). The size
+        /// comes from the proof.
+        #[arg(long)]
+        registered_proof: Option<u64>,
     },
     /// Generate insecure test parameters (never for mainnet) into the parameter directory.
     Params {
@@ -235,13 +251,28 @@ impl Reporter {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let cmd = match cli.cmd {
+    let Some(cmd) = cli.cmd else {
+        let mut args = cli.daemon;
+        if args.config.is_none() && Path::new(CURIO_CONFIG).is_file() {
+            args.config = Some(PathBuf::from(CURIO_CONFIG));
+        }
+        return exit_with(cuzk::daemon::run_daemon(args, cli.params_dir));
+    };
+    let d = &cli.daemon;
+    if d.config.is_some()
+        || d.listen.is_some()
+        || d.metrics_listen.is_some()
+        || d.log_level.is_some()
+    {
+        eprintln!("error: --config, --listen, --metrics-listen and --log-level start the daemon: give them without a command, or after `cuzk daemon`");
+        return ExitCode::FAILURE;
+    }
+    let cmd = match cmd {
         Cmd::Daemon(args) => return exit_with(cuzk::daemon::run_daemon(args, cli.params_dir)),
         Cmd::Config(c) => return exit_with(cuzk::daemon::run_config(c)),
         Cmd::Client(args) => return exit_with(cuzk::daemon::client::run(args)),
         other => other,
     };
-    let cli = Cli { cmd, ..cli };
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -253,7 +284,7 @@ fn main() -> ExitCode {
         } else {
             tracing_subscriber::fmt::format::FmtSpan::NONE
         });
-    if matches!(cli.cmd, Cmd::Bench { .. }) {
+    if matches!(cmd, Cmd::Bench { .. }) {
         // bench reads bellperson's own `log` timing lines: it owns the `log` logger, so the
         // subscriber is installed without the log bridge.
         BellpersonLogProbe::install();
@@ -263,12 +294,12 @@ fn main() -> ExitCode {
     }
     // The demo generates insecure test parameters: unless told otherwise it keeps them in a
     // directory of its own, never in the shared parameter cache where a node would find them.
-    let default_dir = match cli.cmd {
+    let default_dir = match cmd {
         Cmd::Demo { .. } => std::env::temp_dir().join("cuzk-demo-params"),
         _ => cuzk::srs::default_dir(),
     };
     let store = SrsStore::new(cli.params_dir.clone().unwrap_or(default_dir));
-    match run(cli.cmd, &store) {
+    match run(cmd, &store) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -313,10 +344,10 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
         } => {
             let request = match (input, c1, registered_proof) {
                 (Some(path), _, _) => ProofRequest::from_json(&read(&path)?)?,
-                (None, Some(path), Some(id)) => ProofRequest::porep_from_c1(id, read(&path)?)?,
+                (None, Some(path), id) => ProofRequest::porep_from_c1(id, &read(&path)?, None)?,
                 _ => {
                     return Err(Error::InvalidRequest(
-                        "give --input FILE, or --c1 FILE with --registered-proof N".into(),
+                        "give --input FILE, or --c1 FILE (with --registered-proof N when the C1 output does not name it)".into(),
                     )
                     .into())
                 }
@@ -439,13 +470,17 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             out,
             sector_size,
             seed,
+            registered_proof,
         } => {
-            let size: SectorSize = sector_size.parse()?;
+            let seal_proof = match registered_proof {
+                Some(id) => RegisteredProof::new(ProofKind::PorepC2, id)?,
+                None => RegisteredProof::latest(ProofKind::PorepC2, sector_size.parse()?),
+            };
             let rep = Reporter::new();
             rep.step(format!(
-                "sealing a {size} sector, running C1, PoSt and SnapDeals vanilla proofs"
+                "sealing a sector as {seal_proof}, running C1, PoSt and SnapDeals vanilla proofs"
             ));
-            let files = gen_files(&out, size, seed)?;
+            let files = gen_files(&out, seal_proof, seed)?;
             rep.finish();
             for f in files {
                 println!("wrote {}", f.display());
@@ -516,9 +551,10 @@ fn ensure_params(
     Ok(())
 }
 
-fn gen_files(out: &Path, size: SectorSize, seed: u64) -> Result<Vec<PathBuf>> {
+fn gen_files(out: &Path, seal_proof: RegisteredProof, seed: u64) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let inputs = cuzk::gen::generate(size, out, seed)?;
+    let inputs = cuzk::gen::generate_with(seal_proof, out, seed)?;
+    let size = seal_proof.sector_size;
     let mut files = Vec::new();
     for kind in ProofKind::ALL {
         let path = out.join(format!("{kind}-{size}.json"));

@@ -10,7 +10,7 @@ use cuzk::{
 
 fn c1_json() -> Vec<u8> {
     match &support::inputs().porep.inputs {
-        ProofInputs::Porep { c1_json } => c1_json.clone(),
+        ProofInputs::Porep { c1_json, .. } => c1_json.clone(),
         _ => unreachable!("porep request carries a C1 output"),
     }
 }
@@ -25,9 +25,10 @@ fn plan_err(request: &ProofRequest) -> String {
 #[test]
 fn truncated_c1_json_is_rejected() {
     let json = c1_json();
-    let req = ProofRequest::porep_from_c1(5, json[..json.len() / 2].to_vec()).unwrap();
-    let e = plan_err(&req);
-    assert!(e.contains("C1 output JSON"), "{e}");
+    let e = ProofRequest::porep_from_c1(Some(5), &json[..json.len() / 2], None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot decode the C1 output"), "{e}");
 }
 
 #[test]
@@ -37,17 +38,24 @@ fn garbled_c1_json_is_rejected() {
     for b in &mut json[mid..mid + 64] {
         *b = b'#';
     }
-    let e = plan_err(&ProofRequest::porep_from_c1(5, json).unwrap());
-    assert!(e.contains("cannot decode C1 output JSON"), "{e}");
+    let e = ProofRequest::porep_from_c1(Some(5), &json, None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot decode the C1 output"), "{e}");
 
-    let e = plan_err(&ProofRequest::porep_from_c1(5, br#"{"comm_r": 5}"#.to_vec()).unwrap());
+    let e = ProofRequest::porep_from_c1(Some(5), br#"{"comm_r": 5}"#, None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no vanilla_proofs"), "{e}");
+    let e =
+        plan_err(&ProofRequest::porep_from_c1(Some(5), br#"{"vanilla_proofs": 5}"#, None).unwrap());
     assert!(e.contains("C1 output JSON"), "{e}");
 }
 
 #[test]
 fn c1_for_another_sector_size_is_rejected() {
     // The 2 KiB C1 output presented as an 8 MiB sector's.
-    let req = ProofRequest::porep_from_c1(6, c1_json()).unwrap();
+    let req = ProofRequest::porep_from_c1(Some(6), &c1_json(), None).unwrap();
     let e = plan_err(&req);
     assert!(e.contains("do not verify as porep-c2 8MiB"), "{e}");
 
@@ -105,10 +113,10 @@ fn empty_vanilla_proof_list_is_rejected() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("empty"), "{e}");
-    let e = ProofRequest::porep_from_c1(5, Vec::new())
+    let e = ProofRequest::porep_from_c1(Some(5), &[], None)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("empty"), "{e}");
+    assert!(e.contains("not a JSON object"), "{e}");
 }
 
 #[test]

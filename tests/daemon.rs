@@ -135,7 +135,7 @@ async fn tcp_loopback_proves_both_ways_and_serves_http_metrics() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn resubmitting_a_request_id_returns_the_same_job() {
+async fn a_request_id_attaches_the_same_request_and_names_each_other_one() {
     let _g = heavy().await;
     let d = Daemon::start(Listen::Unix, "");
     let mut c = d.client().await;
@@ -149,17 +149,20 @@ async fn resubmitting_a_request_id_returns_the_same_job() {
     let again = c.submit_proof(again_req).await.unwrap().into_inner();
     assert_eq!(again.job_id, first.job_id);
     assert!(!first.existing && again.existing);
-    // The same id for another request is refused, not silently merged.
-    let mut other = wire(ProofKind::WindowPost, "curio-42");
-    other.randomness[0] ^= 1;
-    let e = c.submit_proof(other).await.unwrap_err();
-    assert_eq!(e.code(), Code::InvalidArgument);
-    assert!(
-        e.message().contains("already used for a different request"),
-        "{}",
-        e.message()
-    );
-    // Prove with the same id waits for that same job.
+    // The same id for other content is a job of its own (Curio sends every partition of a
+    // WindowPoSt deadline under one id), never a refusal.
+    let other = c
+        .prove(pb::ProveRequest {
+            submit: Some(wire(ProofKind::WinningPost, "curio-42")),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_ne!(other.job_id, first.job_id);
+    assert_completed(ProofKind::WinningPost, &other);
+    // Prove with the same id and content waits for that same job.
     let r = c
         .prove(pb::ProveRequest {
             submit: Some(wire(ProofKind::WindowPost, "curio-42")),
@@ -171,7 +174,7 @@ async fn resubmitting_a_request_id_returns_the_same_job() {
         .unwrap();
     assert_eq!(r.job_id, first.job_id);
     assert_completed(ProofKind::WindowPost, &r);
-    // And after it finished, the id still names it.
+    // And after it finished, the id still names it, with its proof.
     let late = c
         .submit_proof(wire(ProofKind::WindowPost, "curio-42"))
         .await
@@ -190,6 +193,61 @@ async fn resubmitting_a_request_id_returns_the_same_job() {
         metric(&m, "cuzk_jobs_completed_total{kind=\"window-post\"}"),
         Some(1.0)
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_cancelled_under_its_id_runs_again_and_await_takes_the_id() {
+    let _g = heavy().await;
+    let d = Daemon::start(Listen::Unix, "");
+    let mut c = d.client().await;
+    let id = "wdpost-1000-0-77";
+    // The one device is busy, so the job under the id waits and the cancellation finds it.
+    let busy = c
+        .submit_proof(wire(ProofKind::WinningPost, ""))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    until_on_device(&mut c, &busy).await;
+    let first = c
+        .submit_proof(wire(ProofKind::WindowPost, id))
+        .await
+        .unwrap()
+        .into_inner();
+    // CancelProof and AwaitProof take the request id as well as the job id.
+    let r = c
+        .cancel_proof(pb::CancelProofRequest { job_id: id.into() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.cancelled, "{r:?}");
+    let cancelled = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: first.job_id.clone(),
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status_of(&cancelled), S::Cancelled, "{cancelled:?}");
+    // Curio's retry: the same id and content after a cancellation is proved afresh.
+    let retry = c
+        .submit_proof(wire(ProofKind::WindowPost, id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!retry.existing, "a cancelled job is not handed back");
+    assert_ne!(retry.job_id, first.job_id);
+    let r = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: id.into(),
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.job_id, id, "the answer names the job as it was asked for");
+    assert_completed(ProofKind::WindowPost, &r);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -165,7 +165,7 @@ fn a_porep_challenge_missing_a_layer_is_refused_before_any_witness() {
     // The witness in pieces reads each challenge's layer count; the planner's verification
     // of the vanilla proofs refuses such a C1 output first, as invalid input.
     let mut request = support::inputs().get(ProofKind::PorepC2).clone();
-    let cuzk::ProofInputs::Porep { c1_json } = &mut request.inputs else {
+    let cuzk::ProofInputs::Porep { c1_json, .. } = &mut request.inputs else {
         panic!("a PoRep request holds a C1 output");
     };
     let mut c1: serde_json::Value = serde_json::from_slice(c1_json).expect("C1 JSON");

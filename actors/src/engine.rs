@@ -147,8 +147,11 @@ impl EngineConfig {
 pub struct SubmitOptions {
     /// Priority (default: the kind's).
     pub priority: Option<Priority>,
-    /// The caller's idempotency key: submitting again with the same id returns the same
-    /// job (while it runs or its result is kept).
+    /// The caller's request id, as node software labels its requests (Curio:
+    /// `porep-<miner>-<sector>`, `wdpost-<miner>-<deadline>-<rand>`, ...). The same id with
+    /// the same content attaches to the job while it runs and returns its proof while the
+    /// result is kept; after a failure or a cancellation the request runs again; the same id
+    /// with other content is another job.
     pub request_id: Option<String>,
     /// Fail the job if it has not finished within this time.
     pub timeout: Option<Duration>,
@@ -502,7 +505,7 @@ impl Engine {
             },
             kind: WorkKind::Proof(kind),
             priority: self.priority_for(kind, &opts),
-            request_id: opts.request_id,
+            request_key: opts.request_id.map(|r| (r, request.digest())),
             timeout: opts.timeout,
         };
         futures::executor::block_on(self.inner.addr.send(msg)).map_err(|_| Error::Stopped)?
@@ -528,11 +531,12 @@ impl Engine {
 
     /// Queues a simulated job (mock devices only).
     pub fn submit_simulated(&self, job: SimulatedJob, opts: SubmitOptions) -> Result<Submitted> {
+        let request_key = opts.request_id.map(|r| (r, job.digest()));
         let msg = Submit {
             input: JobInput::Simulated(job),
             kind: WorkKind::Simulated,
             priority: opts.priority.unwrap_or(Priority::Normal),
-            request_id: opts.request_id,
+            request_key,
             timeout: opts.timeout,
         };
         futures::executor::block_on(self.inner.addr.send(msg)).map_err(|_| Error::Stopped)?

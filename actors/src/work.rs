@@ -98,6 +98,14 @@ pub struct SimulatedJob {
     pub panic_in_synthesis: Option<usize>,
 }
 
+impl SimulatedJob {
+    /// A digest of the job's description: two submissions under one request id are the same
+    /// request when their digests are equal.
+    pub fn digest(&self) -> [u8; 32] {
+        *blake3::hash(format!("{self:?}").as_bytes()).as_bytes()
+    }
+}
+
 impl Default for SimulatedJob {
     fn default() -> Self {
         SimulatedJob {

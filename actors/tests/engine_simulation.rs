@@ -1,5 +1,5 @@
 //! The actor runtime on mock devices: thousands of simulated partitions in seconds, checked
-//! against the invariants of DESIGN.md section 5 on the intervals the devices themselves
+//! against the invariants I1-I5 (docs/architecture.md) on the intervals the devices themselves
 //! recorded, plus every fault scenario of issue 4 and the seed incident as a regression.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -607,6 +607,70 @@ fn timeouts_idempotency_and_late_waiters() {
         }
         other => panic!("expected a timeout failure, got {other:?}"),
     }
+    engine.shutdown(Duration::ZERO).unwrap();
+}
+
+#[test]
+fn a_request_id_reruns_after_failure_and_names_other_content_apart() {
+    let driver = MockDriver::new(vec![MockDevice::new(6)]);
+    let engine = Engine::start(config(&driver)).unwrap();
+    let id = |r: &str| SubmitOptions {
+        request_id: Some(r.into()),
+        ..Default::default()
+    };
+    // Different content under one id (Curio's WindowPoSt partitions): two jobs, both proved.
+    let p0 = engine
+        .submit_simulated(sim(1, 1000, 1), id("wdpost-1-0-9"))
+        .unwrap();
+    let p1 = engine
+        .submit_simulated(sim(2, 1000, 1), id("wdpost-1-0-9"))
+        .unwrap();
+    assert_ne!(p0.job, p1.job);
+    assert!(!p0.existing && !p1.existing);
+    assert_eq!(
+        engine.wait(p0.job, None).unwrap().proof,
+        expected_proof(p0.job, 1)
+    );
+    assert_eq!(
+        engine.wait(p1.job, None).unwrap().proof,
+        expected_proof(p1.job, 2)
+    );
+    // ...and each is still found by id and content once proved.
+    let again = engine
+        .submit_simulated(sim(2, 1000, 1), id("wdpost-1-0-9"))
+        .unwrap();
+    assert_eq!((again.job, again.existing), (p1.job, true));
+    // A failed job is not handed back: the same request runs again as a new job.
+    let failing = SimulatedJob {
+        panic_in_synthesis: Some(0),
+        ..sim(1, 1000, 1)
+    };
+    let f1 = engine
+        .submit_simulated(failing.clone(), id("porep-1-2"))
+        .unwrap();
+    assert!(matches!(
+        engine.wait(f1.job, None),
+        Err(Error::JobFailed { .. })
+    ));
+    let f2 = engine.submit_simulated(failing, id("porep-1-2")).unwrap();
+    assert!(!f2.existing && f2.job != f1.job, "{f1:?} {f2:?}");
+    assert!(matches!(
+        engine.wait(f2.job, None),
+        Err(Error::JobFailed { .. })
+    ));
+    // So is a cancelled one.
+    let c1 = engine
+        .submit_simulated(sim(4, 100_000, 1), id("snap-1-3"))
+        .unwrap();
+    assert!(engine.cancel(c1.job).unwrap());
+    let c2 = engine
+        .submit_simulated(sim(4, 100_000, 1), id("snap-1-3"))
+        .unwrap();
+    assert!(!c2.existing && c2.job != c1.job);
+    assert_eq!(
+        engine.wait(c2.job, None).unwrap().proof,
+        expected_proof(c2.job, 4)
+    );
     engine.shutdown(Duration::ZERO).unwrap();
 }
 

@@ -11,19 +11,19 @@ use std::path::Path;
 
 use filecoin_proofs::{
     add_piece, encode_into, generate_fallback_sector_challenges, generate_partition_proofs,
-    generate_piece_commitment, generate_single_vanilla_proof, seal_commit_phase1,
-    seal_pre_commit_phase1, seal_pre_commit_phase2, PaddedBytesAmount, PrivateReplicaInfo,
-    SectorShape2KiB, UnpaddedBytesAmount,
+    generate_piece_commitment, generate_single_vanilla_proof, generate_synth_proofs,
+    seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2, PaddedBytesAmount,
+    PrivateReplicaInfo, SectorShape2KiB, UnpaddedBytesAmount,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use storage_proofs_core::{merkle::MerkleTreeTrait, sector::SectorId};
+use storage_proofs_core::{api_version::ApiFeature, merkle::MerkleTreeTrait, sector::SectorId};
 use storage_proofs_update::constants::TreeRHasher;
 
 use crate::circuits::{porep, post, snap};
 use crate::error::{Error, Result};
 use crate::kind::{ProofKind, RegisteredProof, SectorSize};
-use crate::request::{PostInputs, ProofInputs, ProofRequest, SnapInputs};
+use crate::request::{PostInputs, ProofInputs, ProofRequest, SectorRef, SnapInputs};
 
 /// Requests for every kind, built from one sealed sector.
 #[derive(Debug)]
@@ -62,15 +62,41 @@ fn fc<T>(what: &str, r: anyhow::Result<T>) -> Result<T> {
     r.map_err(|e| Error::Filecoin(format!("{what}: {e:#}")))
 }
 
+/// The miner whose sectors `cuzk gen` seals (f01000), and the sector number it uses.
+pub const GEN_MINER: u64 = 1000;
+/// The sector number of the sector `cuzk gen` seals.
+pub const GEN_SECTOR: u64 = 1;
+
 /// Seals one sector of `size` under `work_dir` and returns requests for all four kinds.
 ///
 /// Only sizes sharing the 2 KiB tree shape (2 KiB, 8 MiB, 512 MiB) are generated here: the
 /// larger ones take hours and hundreds of GiB.
 #[tracing::instrument(skip_all, fields(size = %size))]
 pub fn generate(size: SectorSize, work_dir: &Path, seed: u64) -> Result<GeneratedInputs> {
-    match size {
+    generate_with(
+        RegisteredProof::latest(ProofKind::PorepC2, size),
+        work_dir,
+        seed,
+    )
+}
+
+/// As [`generate`], with the sector sealed as `seal_proof` (any registered seal proof of a
+/// test size: interactive, synthetic (10-14) or non-interactive (15-19) PoRep), so that the
+/// PoRep request is a C2 of that kind.
+#[tracing::instrument(skip_all, fields(seal_proof = %seal_proof))]
+pub fn generate_with(
+    seal_proof: RegisteredProof,
+    work_dir: &Path,
+    seed: u64,
+) -> Result<GeneratedInputs> {
+    if seal_proof.kind != ProofKind::PorepC2 {
+        return Err(Error::InvalidRequest(format!(
+            "{seal_proof} is not a seal proof"
+        )));
+    }
+    match seal_proof.sector_size {
         SectorSize::S2KiB | SectorSize::S8MiB | SectorSize::S512MiB => {
-            generate_for::<SectorShape2KiB>(size, work_dir, seed)
+            generate_for::<SectorShape2KiB>(seal_proof, work_dir, seed)
         }
         other => Err(Error::InvalidRequest(format!(
             "cuzk gen makes test inputs only (2KiB, 8MiB, 512MiB); {other} sectors must come from a real sealing pipeline"
@@ -78,11 +104,28 @@ pub fn generate(size: SectorSize, work_dir: &Path, seed: u64) -> Result<Generate
     }
 }
 
+/// The prover id filecoin-ffi derives from a miner's actor id: the id's unsigned LEB128
+/// varint (the payload of its `f0` address), zero padded.
+pub fn prover_id_from_miner(miner_id: u64) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    let mut n = miner_id;
+    for b in out.iter_mut() {
+        *b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            break;
+        }
+        *b |= 0x80;
+    }
+    out
+}
+
 fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    size: SectorSize,
+    seal_proof: RegisteredProof,
     work_dir: &Path,
     seed: u64,
 ) -> Result<GeneratedInputs> {
+    let size = seal_proof.sector_size;
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let dir = tempfile::Builder::new()
         .prefix("cuzk-gen-")
@@ -91,12 +134,10 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let p = |name: &str| dir.path().join(name);
     let io = |path: &Path, e: std::io::Error| Error::io(path, e);
 
-    let seal_proof = RegisteredProof::latest(ProofKind::PorepC2, size);
     let config = porep::config(seal_proof);
     let unpadded: UnpaddedBytesAmount = PaddedBytesAmount(size.bytes()).into();
-    let mut prover_id = [0u8; 32];
-    prover_id[..8].copy_from_slice(&1000u64.to_le_bytes()); // miner f01000
-    let sector_id = SectorId::from(1u64);
+    let prover_id = prover_id_from_miner(GEN_MINER);
+    let sector_id = SectorId::from(GEN_SECTOR);
     let ticket = fr_bytes(&mut rng);
     let seed_c1 = fr_bytes(&mut rng);
 
@@ -134,6 +175,23 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         seal_pre_commit_phase2(&config, pc1, &cache, &sealed),
     )?;
     let comm_r = pc2.comm_r;
+    if seal_proof.porep_feature() == Some(ApiFeature::SyntheticPoRep) {
+        // A synthetic sector keeps the vanilla proofs of its synthetic challenges (drawn from
+        // comm_r) in its cache; C1 picks the seed's share of them.
+        fc(
+            "generate_synth_proofs",
+            generate_synth_proofs::<_, Tree>(
+                &config,
+                &cache,
+                &sealed,
+                prover_id,
+                sector_id,
+                ticket,
+                pc2.clone(),
+                std::slice::from_ref(&piece_info),
+            ),
+        )?;
+    }
     let c1 = fc(
         "seal_commit_phase1",
         seal_commit_phase1::<_, Tree>(
@@ -152,7 +210,16 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         what: "C1 output".into(),
         reason: e.to_string(),
     })?;
-    let porep_req = ProofRequest::new(seal_proof, ProofInputs::Porep { c1_json })?;
+    let porep_req = ProofRequest::new(
+        seal_proof,
+        ProofInputs::Porep {
+            c1_json,
+            sector: Some(SectorRef {
+                prover_id,
+                sector_number: GEN_SECTOR,
+            }),
+        },
+    )?;
 
     // 3. PoSt vanilla proofs over the sealed sector
     let replica = fc(

@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-use storage_proofs_core::api_version::ApiVersion;
+use storage_proofs_core::api_version::{ApiFeature, ApiVersion};
 
 use crate::error::{Error, Result};
 
@@ -119,7 +119,7 @@ impl SectorSize {
             .unwrap_or_default() as u64
     }
 
-    fn from_ordinal(i: u64) -> Option<Self> {
+    pub(crate) fn from_ordinal(i: u64) -> Option<Self> {
         SectorSize::ALL.get(i as usize).copied()
     }
 }
@@ -161,8 +161,9 @@ impl FromStr for SectorSize {
 /// A registered proof: the number node software (filecoin-proofs-api, go-state-types) uses to
 /// name a proof kind, a sector size and a protocol version together.
 ///
-/// Numbering: seal proofs 0-4 are StackedDrg V1 and 5-9 V1_1 (2KiB..64GiB); PoSt proofs 0-4
-/// are Winning V1, 5-9 Window V1, 10-14 Window V1_1; update proofs 0-4 are V1.
+/// Numbering: seal proofs 0-4 are StackedDrg V1, 5-9 V1_1, 10-14 V1_1 with synthetic PoRep and
+/// 15-19 V1_2 non-interactive PoRep (2KiB..64GiB each); PoSt proofs 0-4 are Winning V1, 5-9
+/// Window V1, 10-14 Window V1_1; update proofs 0-4 are V1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RegisteredProof {
     /// The proof kind.
@@ -177,15 +178,13 @@ impl RegisteredProof {
     /// Resolves `(kind, id)`; errors if the number is not one of `kind`'s.
     pub fn new(kind: ProofKind, id: u64) -> Result<Self> {
         let (lo, hi) = match kind {
-            ProofKind::PorepC2 => (0, 10),
+            ProofKind::PorepC2 => (0, 20),
             ProofKind::WinningPost => (0, 5),
             ProofKind::WindowPost => (5, 15),
             ProofKind::SnapDeals => (0, 5),
         };
         if !(lo..hi).contains(&id) {
             let extra = match (kind, id) {
-                (ProofKind::PorepC2, 10..=14) => " (synthetic PoRep is not supported yet)",
-                (ProofKind::PorepC2, 15..=19) => " (non-interactive PoRep is not supported yet)",
                 (ProofKind::WindowPost, 0..=4) => " (0-4 are WinningPoSt proofs)",
                 (ProofKind::WinningPost, 5..=14) => " (5-14 are WindowPoSt proofs)",
                 _ => "",
@@ -223,10 +222,23 @@ impl RegisteredProof {
     pub fn api_version(&self) -> ApiVersion {
         match (self.kind, self.id) {
             (ProofKind::PorepC2, 0..=4) => ApiVersion::V1_0_0,
-            (ProofKind::PorepC2, _) => ApiVersion::V1_1_0,
+            (ProofKind::PorepC2, 5..=9) => ApiVersion::V1_1_0,
+            (ProofKind::PorepC2, _) => ApiVersion::V1_2_0,
             (ProofKind::WindowPost, 10..) => ApiVersion::V1_2_0,
             (ProofKind::SnapDeals, _) => ApiVersion::V1_2_0,
             _ => ApiVersion::V1_0_0,
+        }
+    }
+
+    /// The PoRep feature of a seal proof: synthetic PoRep (10-14: challenges drawn from
+    /// comm_r, only the proofs of the chosen challenges kept) or non-interactive PoRep (15-19:
+    /// more partitions, challenges from comm_r, no seed round trip). Both use the interactive
+    /// proof's circuit and parameter file.
+    pub fn porep_feature(&self) -> Option<ApiFeature> {
+        match (self.kind, self.id) {
+            (ProofKind::PorepC2, 10..=14) => Some(ApiFeature::SyntheticPoRep),
+            (ProofKind::PorepC2, 15..=19) => Some(ApiFeature::NonInteractivePoRep),
+            _ => None,
         }
     }
 
@@ -287,6 +299,14 @@ mod tests {
             RegisteredProof::latest(ProofKind::WindowPost, SectorSize::S2KiB).id,
             10
         );
+        let synthetic = RegisteredProof::new(ProofKind::PorepC2, 13).unwrap();
+        assert_eq!(synthetic.sector_size, SectorSize::S32GiB);
+        assert_eq!(synthetic.porep_feature(), Some(ApiFeature::SyntheticPoRep));
+        assert_eq!(synthetic.api_version(), ApiVersion::V1_2_0);
+        let ni = RegisteredProof::new(ProofKind::PorepC2, 15).unwrap();
+        assert_eq!(ni.sector_size, SectorSize::S2KiB);
+        assert_eq!(ni.porep_feature(), Some(ApiFeature::NonInteractivePoRep));
+        assert_eq!(p.porep_feature(), None);
     }
 
     #[test]
@@ -295,10 +315,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a window-post proof"), "{e}");
-        let e = RegisteredProof::new(ProofKind::PorepC2, 12)
+        let e = RegisteredProof::new(ProofKind::PorepC2, 20)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("synthetic"), "{e}");
+        assert!(e.contains("expected 0..=19"), "{e}");
         assert!(RegisteredProof::new(ProofKind::PorepC2, 5)
             .unwrap()
             .check_sector_size(8 << 20)

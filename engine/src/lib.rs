@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`kind`] | proof kinds, sector sizes, registered-proof numbers |
 //! | [`request`] | requests and the input file format |
+//! | [`c1`] | PoRep C1 outputs in every form node software writes (Curio's envelope, the api form) |
 //! | [`circuits`] | vanilla proofs -> per-partition circuits and public inputs |
 //! | [`srs`] | parameter files: load once, share, generate test sizes atomically |
 //! | [`recordings`] | the PCE store: recorded constraint systems, cached on disk |
@@ -18,6 +19,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod c1;
 pub mod circuits;
 pub mod cpu;
 pub mod cuda;
@@ -39,5 +41,5 @@ pub use error::{Error, Result};
 pub use kind::{ProofKind, RegisteredProof, SectorSize};
 pub use pipeline::{prove, prove_circuit, verify, ProofOutput, ProveOptions, Randomness, Timings};
 pub use prover::{Backend, Upcoming};
-pub use request::{PostInputs, ProofInputs, ProofRequest, SnapInputs};
+pub use request::{PostInputs, ProofInputs, ProofRequest, SectorRef, SnapInputs};
 pub use srs::{Srs, SrsStore};

@@ -174,6 +174,7 @@ pub fn prove_plan(
             phase: "synthesis",
         });
         let t = Instant::now();
+        let namer = job.circuit.clone_box();
         let asg = info_span!("synthesis", pce = r1cs.is_some())
             .in_scope(|| match &r1cs {
                 Some(r1cs) => {
@@ -195,6 +196,7 @@ pub fn prove_plan(
                 },
                 other => other,
             })?;
+        crate::circuits::check_satisfied(namer, &asg, k, true)?;
         timings.synthesis += t.elapsed();
         if asg.public_inputs() != job.public_inputs.as_slice() {
             return Err(Error::InvalidRequest(format!(

@@ -6,7 +6,8 @@
 //!
 //! ```json
 //! { "format": "cuzk-request/1", "kind": "porep-c2", "registered_proof": 5,
-//!   "c1_output": { ... filecoin-proofs SealCommitPhase1Output JSON ... } }
+//!   "c1_output": { ... a C1 output in any form of [`crate::c1`] ... },
+//!   "prover_id": "<32 bytes, optional>", "sector_number": 1 }
 //! { "format": "cuzk-request/1", "kind": "window-post", "registered_proof": 10,
 //!   "randomness": "<32 bytes>", "prover_id": "<32 bytes>", "partition_index": 0,
 //!   "vanilla_proofs": ["<bincode FallbackPoStSectorProof>", ...] }
@@ -42,8 +43,12 @@ pub struct ProofRequest {
 pub enum ProofInputs {
     /// PoRep C2: the commit-phase-1 output as filecoin-proofs serialises it to JSON.
     Porep {
-        /// `SealCommitPhase1Output<Tree>` JSON bytes.
+        /// `SealCommitPhase1Output<Tree>` JSON bytes (filecoin-proofs' form; see [`crate::c1`]
+        /// for the others and how they are brought to this one).
         c1_json: Vec<u8>,
+        /// The sector the C1 output claims to be, when the caller says: the circuit builder
+        /// then checks that the C1's replica id is this sector's.
+        sector: Option<SectorRef>,
     },
     /// WinningPoSt or WindowPoSt.
     Post(PostInputs),
@@ -60,6 +65,16 @@ impl ProofInputs {
             ProofInputs::Snap(_) => "SnapDeals",
         }
     }
+}
+
+/// A sector as node software names it: the miner's prover id and the sector number. With the
+/// C1's ticket and comm_d and the registered proof's PoRep id they determine the replica id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectorRef {
+    /// The 32-byte prover id (the miner's actor id as filecoin-ffi encodes it).
+    pub prover_id: [u8; 32],
+    /// The sector number.
+    pub sector_number: u64,
 }
 
 /// PoSt inputs.
@@ -109,9 +124,12 @@ pub struct RequestFile {
     /// PoSt: randomness (hex).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub randomness: Option<String>,
-    /// PoSt: prover id (hex).
+    /// PoSt, and PoRep with `sector_number`: prover id (hex).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prover_id: Option<String>,
+    /// PoRep: the sector number (with `prover_id`: checked against the C1's replica id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sector_number: Option<u64>,
     /// WindowPoSt: single partition index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition_index: Option<u32>,
@@ -170,7 +188,7 @@ impl ProofRequest {
             )));
         }
         let empty = match &inputs {
-            ProofInputs::Porep { c1_json } => c1_json.is_empty(),
+            ProofInputs::Porep { c1_json, .. } => c1_json.is_empty(),
             ProofInputs::Post(p) => p.vanilla_proofs.is_empty(),
             ProofInputs::Snap(s) => s.vanilla_proofs.is_empty(),
         };
@@ -189,10 +207,88 @@ impl ProofRequest {
         Ok(ProofRequest { proof, inputs })
     }
 
-    /// A PoRep request from a bare C1 output JSON and the sector's registered seal proof.
-    pub fn porep_from_c1(registered_proof: u64, c1_json: Vec<u8>) -> Result<Self> {
-        let proof = RegisteredProof::new(ProofKind::PorepC2, registered_proof)?;
-        Self::new(proof, ProofInputs::Porep { c1_json })
+    /// A digest of what the request asks for (kind, registered proof and every input byte):
+    /// equal for equal requests, whatever priority or request id they came with.
+    pub fn digest(&self) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        let mut field = |bytes: &[u8]| {
+            h.update(&(bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        field(b"cuzk-request-digest/1");
+        field(self.proof.kind.as_str().as_bytes());
+        field(&self.proof.id.to_le_bytes());
+        match &self.inputs {
+            ProofInputs::Porep { c1_json, sector } => {
+                field(c1_json);
+                if let Some(s) = sector {
+                    field(&s.prover_id);
+                    field(&s.sector_number.to_le_bytes());
+                }
+            }
+            ProofInputs::Post(p) => {
+                field(&p.randomness);
+                field(&p.prover_id);
+                field(&p.partition_index.map_or(u64::MAX, u64::from).to_le_bytes());
+                p.vanilla_proofs.iter().for_each(|v| field(v));
+            }
+            ProofInputs::Snap(s) => {
+                field(&s.comm_r_old);
+                field(&s.comm_r_new);
+                field(&s.comm_d_new);
+                s.vanilla_proofs.iter().for_each(|v| field(v));
+            }
+        }
+        *h.finalize().as_bytes()
+    }
+
+    /// A PoRep request from a C1 output in any form node software writes (see [`crate::c1`]):
+    /// filecoin-proofs' JSON, filecoin-proofs-api's (as `ffi.SealCommitPhase1` and Lotus write
+    /// it), Curio's Go re-encoding, or Curio's envelope around one of those.
+    ///
+    /// `registered_proof` may be left out when the C1 names its own; when both are there, or
+    /// the envelope names a sector size or number, or `sector` is given, each must agree with
+    /// the others: a mismatch is an error naming both values.
+    pub fn porep_from_c1(
+        registered_proof: Option<u64>,
+        c1: &[u8],
+        sector: Option<SectorRef>,
+    ) -> Result<Self> {
+        let c1 = crate::c1::normalize(c1)?;
+        let proof = match (registered_proof, c1.registered_proof) {
+            (Some(id), Some(named)) if id != named.id => {
+                return Err(Error::InvalidRequest(format!(
+                    "registered proof {id} ({}) does not match the C1 output's {}",
+                    crate::c1::seal_proof_name(id).unwrap_or_else(|| "unknown".into()),
+                    crate::c1::seal_proof_name(named.id).unwrap_or_default()
+                )))
+            }
+            (Some(id), _) => RegisteredProof::new(ProofKind::PorepC2, id)?,
+            (None, Some(named)) => named,
+            (None, None) => {
+                return Err(Error::InvalidRequest(
+                    "this C1 output (filecoin-proofs' form) does not name its registered proof: give it (e.g. 8 = StackedDrg32GiBV1_1)".into(),
+                ))
+            }
+        };
+        if let Some(bytes) = c1.sector_size {
+            proof.check_sector_size(bytes)?;
+        }
+        if let (Some(s), Some(n)) = (&sector, c1.sector_number) {
+            if s.sector_number != n {
+                return Err(Error::InvalidRequest(format!(
+                    "sector_number {} does not match the envelope's SectorNum {n}",
+                    s.sector_number
+                )));
+            }
+        }
+        Self::new(
+            proof,
+            ProofInputs::Porep {
+                c1_json: c1.c1_json,
+                sector,
+            },
+        )
     }
 
     /// Parses a request file (JSON, see the module documentation).
@@ -219,14 +315,23 @@ impl ProofRequest {
             proof.check_sector_size(bytes)?;
         }
         let inputs = match kind {
-            ProofKind::PorepC2 => ProofInputs::Porep {
-                c1_json: file
+            ProofKind::PorepC2 => {
+                let c1 = file
                     .c1_output
-                    .ok_or_else(|| Error::InvalidRequest("missing field c1_output".into()))?
-                    .get()
-                    .as_bytes()
-                    .to_vec(),
-            },
+                    .ok_or_else(|| Error::InvalidRequest("missing field c1_output".into()))?;
+                let sector = match (&file.prover_id, file.sector_number) {
+                    (Some(_), Some(sector_number)) => Some(SectorRef {
+                        prover_id: hex32("prover_id", &file.prover_id)?,
+                        sector_number,
+                    }),
+                    (None, None) => None,
+                    _ => return Err(Error::InvalidRequest(
+                        "a PoRep request names its sector by prover_id and sector_number together"
+                            .into(),
+                    )),
+                };
+                return Self::porep_from_c1(Some(id), c1.get().as_bytes(), sector);
+            }
             ProofKind::WinningPost | ProofKind::WindowPost => ProofInputs::Post(PostInputs {
                 randomness: hex32("randomness", &file.randomness)?,
                 prover_id: hex32("prover_id", &file.prover_id)?,
@@ -253,7 +358,11 @@ impl ProofRequest {
             ..Default::default()
         };
         match &self.inputs {
-            ProofInputs::Porep { c1_json } => {
+            ProofInputs::Porep { c1_json, sector } => {
+                if let Some(s) = sector {
+                    file.prover_id = Some(hex::encode(s.prover_id));
+                    file.sector_number = Some(s.sector_number);
+                }
                 let raw = serde_json::value::RawValue::from_string(
                     String::from_utf8(c1_json.clone())
                         .map_err(|e| Error::InvalidRequest(format!("C1 JSON is not UTF-8: {e}")))?,

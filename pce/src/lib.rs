@@ -14,6 +14,7 @@
 //! | [`recording`] | the recording constraint system (structure only) |
 //! | [`witness`](mod@witness) | witness-only synthesis (allocations only) |
 //! | [`eval`] | a, b, c from a recording and a witness (sparse products) |
+//! | [`naming`] | the namespace path of a row, for reporting an unsatisfied constraint |
 //! | [`cache`] | the on-disk format of recordings |
 //! | [`error`] | the crate's error type |
 #![forbid(unsafe_code)]
@@ -23,6 +24,7 @@ pub mod cache;
 pub mod density;
 pub mod error;
 pub mod eval;
+pub mod naming;
 pub mod r1cs;
 pub mod recording;
 pub mod synthesis;
@@ -31,6 +33,7 @@ pub mod witness;
 pub use density::Density;
 pub use error::{Error, Result};
 pub use eval::{evaluate, evaluate_sequential};
+pub use naming::constraint_path;
 pub use r1cs::{Csr, R1cs};
 pub use recording::{record, RecordingCs};
 pub use synthesis::{synthesize, Assignment, SynthesisCs};

@@ -51,6 +51,36 @@ impl Assignment {
     pub fn public_inputs(&self) -> &[Scalar] {
         &self.input[1..]
     }
+
+    /// The first row whose evaluations break `a * b = c`, if any: a witness that does not
+    /// satisfy its circuit (a tampered or mismatched vanilla proof). Rows whose `a` or `b` is
+    /// 0 or 1 (most of a Filecoin witness's) cost a comparison, the others one product.
+    /// `parallel`: spread the rows over the current rayon pool (else the calling thread only,
+    /// as [`crate::evaluate_sequential`] does).
+    pub fn first_unsatisfied(&self, parallel: bool) -> Option<usize> {
+        use rayon::prelude::*;
+        let row_holds = |i: usize| {
+            let (a, b, c) = (&self.a[i], &self.b[i], &self.c[i]);
+            if bool::from(a.is_zero()) || bool::from(b.is_zero()) {
+                bool::from(c.is_zero())
+            } else if *a == Scalar::ONE {
+                b == c
+            } else if *b == Scalar::ONE {
+                a == c
+            } else {
+                *a * b == *c
+            }
+        };
+        let rows = self.a.len().min(self.b.len()).min(self.c.len());
+        if self.a.len() != self.b.len() || self.b.len() != self.c.len() {
+            return Some(rows);
+        }
+        if parallel {
+            (0..rows).into_par_iter().find_first(|&i| !row_holds(i))
+        } else {
+            (0..rows).find(|&i| !row_holds(i))
+        }
+    }
 }
 
 /// A constraint system that records the assignment and the A/B/C evaluations.
@@ -269,6 +299,25 @@ mod tests {
         assert!(asg.b_input_density.get(0), "ONE is used in B");
         assert_eq!(asg.b_input_density.len(), 2);
         assert_eq!(asg.a_aux_density.len(), asg.aux.len());
+    }
+
+    #[test]
+    fn a_broken_row_is_found_first_and_named() {
+        let mut asg = synthesize(Cubic(Some(3))).expect("synthesis");
+        assert_eq!(asg.first_unsatisfied(true), None);
+        assert_eq!(asg.first_unsatisfied(false), None);
+        // tamper with the evaluations of rows 1 and 2 (x3 = x2 * x, then the sum)
+        asg.c[2] += Scalar::ONE;
+        asg.c[1] += Scalar::ONE;
+        assert_eq!(asg.first_unsatisfied(true), Some(1));
+        assert_eq!(asg.first_unsatisfied(false), Some(1));
+        let name = crate::constraint_path(Cubic(None), 1).unwrap().unwrap();
+        assert!(name.starts_with("x3/"), "{name}");
+        // rows a 0 or 1 decides are checked too
+        let mut asg = synthesize(Cubic(Some(3))).expect("synthesis");
+        let n = asg.num_constraints();
+        asg.c[n - 1] = Scalar::ONE; // input row: input * 0 must be 0
+        assert_eq!(asg.first_unsatisfied(true), Some(n - 1));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The daemon's configuration: a TOML file, then environment overrides, then checks.
+//! The daemon's configuration: a TOML file (ours, or Curio's `cuzk.toml`, whose keys
+//! [`super::curio_config`] translates), then environment overrides, then checks.
 //!
 //! Every key has a default, so an empty file (or none) is a working configuration: a unix
 //! socket at [`DEFAULT_SOCKET`], every GPU found (else the CPU), parameters from
@@ -60,6 +61,10 @@ pub struct DaemonConfig {
     pub priorities: PrioritiesSection,
     /// Limits on requests and queues.
     pub limits: LimitsSection,
+    /// What was done with keys of Curio's own `cuzk.toml` ([`super::curio_config`]): one
+    /// line each, logged at start and printed by `cuzk config check`.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 /// `[daemon]`: how it is reached and how it logs.
@@ -374,6 +379,7 @@ impl DaemonConfig {
         let mut table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| bad(e.to_string()))?;
+        let notes = super::curio_config::translate(&mut table);
         for (var, key) in ENV_OVERRIDES {
             if let Some(value) = env(var) {
                 apply_override(&mut table, key, &value).map_err(|reason| DaemonError::Config {
@@ -382,10 +388,11 @@ impl DaemonConfig {
                 })?;
             }
         }
-        let config: DaemonConfig = toml::Value::Table(table)
+        let mut config: DaemonConfig = toml::Value::Table(table)
             .try_into()
             .map_err(|e: toml::de::Error| bad(e.to_string()))?;
         config.check().map_err(bad)?;
+        config.notes = notes;
         Ok(config)
     }
 

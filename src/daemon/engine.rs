@@ -5,8 +5,8 @@
 //! [`JobEnd`], [`Snapshot`], ...). What the daemon adds on top of the engine lives here:
 //! - job ids on the wire carry a per-start prefix (`<boot>-<n>`), so a job id from before a
 //!   restart is `NOT_FOUND`, never some other job;
-//! - a `request_id` reused for a *different* request is refused (the engine alone would
-//!   return the first job);
+//! - a job may be named by its `request_id` too (Curio knows its requests by their ids):
+//!   the newest job submitted under that id;
 //! - a parameter identifier is named by its wire circuit id (`wpost-32g`) in status.
 
 use std::collections::{HashMap, HashSet};
@@ -259,8 +259,8 @@ struct Circuits {
 }
 
 struct Keys {
-    /// request_id -> (wire job id, digest of the request).
-    by_request: HashMap<String, (String, [u8; 32])>,
+    /// request_id -> the wire id of the newest job submitted under it.
+    by_request: HashMap<String, String>,
     circuits: Circuits,
 }
 
@@ -400,37 +400,33 @@ impl DaemonEngine {
         format!("{}-{id}", self.boot)
     }
 
+    /// The engine job a wire name stands for: a job id of this start (`<boot>-<n>`), else a
+    /// request id, naming the newest job submitted under it.
     fn parse_job(&self, name: &str) -> Option<u64> {
-        let (boot, n) = name.rsplit_once('-')?;
-        (boot == &*self.boot).then(|| n.parse().ok()).flatten()
+        let own = |name: &str| {
+            let (boot, n) = name.rsplit_once('-')?;
+            (boot == &*self.boot).then(|| n.parse().ok()).flatten()
+        };
+        own(name).or_else(|| own(self.keys().by_request.get(name)?))
     }
 
     /// Validates `request` (the engine builds its circuits on this thread: it may take a
-    /// second for a large PoRep, so call it off the async runtime) and queues it. A
-    /// `request_id` already used for the same request (same `digest`) returns the existing
-    /// job; for a different request, an error.
+    /// second for a large PoRep, so call it off the async runtime) and queues it. Under a
+    /// `request_id`, the same request attaches to its running or proved job and runs again
+    /// after a failure or cancellation; a different request is a job of its own.
     pub fn submit(
         &self,
         request: ProofRequest,
         priority: Priority,
-        request_key: Option<(String, [u8; 32])>,
+        request_id: Option<String>,
     ) -> std::result::Result<Submitted, SubmitError> {
-        if let Some((rid, digest)) = &request_key {
-            if let Some((job, known)) = self.keys().by_request.get(rid) {
-                if known != digest {
-                    return Err(SubmitError::Invalid(format!(
-                        "request_id {rid:?} was already used for a different request (job {job}); use a new request_id"
-                    )));
-                }
-            }
-        }
         self.keys()
             .circuits
             .seen
             .insert((request.proof.kind, request.proof.sector_size));
         let opts = SubmitOptions {
             priority: Some(priority),
-            request_id: request_key.as_ref().map(|(r, _)| r.clone()),
+            request_id: request_id.clone(),
             timeout: None,
         };
         let s = self.engine.submit(&request, opts).map_err(|e| match e {
@@ -443,13 +439,13 @@ impl DaemonEngine {
             other => SubmitError::Internal(other.to_string()),
         })?;
         let job = self.job_name(s.job);
-        if let Some((rid, digest)) = request_key {
+        if let Some(rid) = request_id {
             let mut k = self.keys();
             // Bounded like the engine's own memory of finished jobs.
             if k.by_request.len() >= self.retained.max(1) * 2 {
                 k.by_request.clear();
             }
-            k.by_request.entry(rid).or_insert((job.clone(), digest));
+            k.by_request.insert(rid, job.clone());
         }
         Ok(Submitted {
             job,

@@ -20,6 +20,7 @@
 pub mod client;
 pub mod codec;
 pub mod config;
+pub mod curio_config;
 pub mod engine;
 pub mod error;
 pub mod http;
@@ -47,7 +48,7 @@ use listen::Listener;
 use metrics::Metrics;
 
 /// `cuzk daemon`: serve `cuzk.v1.ProvingEngine`.
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Default)]
 pub struct DaemonArgs {
     /// Configuration file (TOML; `cuzk config example` prints one). Default: built-in
     /// defaults, then environment overrides.
@@ -59,6 +60,10 @@ pub struct DaemonArgs {
     /// HTTP address for /metrics and /healthz, overriding the configuration.
     #[arg(long)]
     pub metrics_listen: Option<String>,
+    /// Log filter (`info`, `debug`, or `RUST_LOG` syntax), overriding the configuration's
+    /// `daemon.log_filter`; `RUST_LOG` still wins.
+    #[arg(long)]
+    pub log_level: Option<String>,
 }
 
 /// `cuzk config`: configuration helpers.
@@ -82,6 +87,9 @@ pub fn run_config(cmd: ConfigCmd) -> Result<()> {
         }
         ConfigCmd::Check { file } => {
             let c = DaemonConfig::load(Some(&file), |k| std::env::var(k).ok())?;
+            for note in &c.notes {
+                println!("note: {note}");
+            }
             println!("{c:#?}");
             Ok(())
         }
@@ -98,6 +106,9 @@ pub fn load_config(args: &DaemonArgs, params_dir: Option<PathBuf>) -> Result<Dae
     if let Some(m) = &args.metrics_listen {
         c.daemon.metrics_listen = Some(m.clone()).filter(|m| !m.is_empty());
     }
+    if let Some(l) = &args.log_level {
+        c.daemon.log_filter = l.clone();
+    }
     if let Some(d) = params_dir {
         c.params.dir = Some(d);
     }
@@ -108,6 +119,9 @@ pub fn load_config(args: &DaemonArgs, params_dir: Option<PathBuf>) -> Result<Dae
 pub fn run_daemon(args: DaemonArgs, params_dir: Option<PathBuf>) -> Result<()> {
     let config = load_config(&args, params_dir)?;
     logging::init(&config.daemon);
+    for note in &config.notes {
+        tracing::warn!(%note, "configuration");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("cuzk-rpc")

@@ -57,7 +57,7 @@ impl ProvingService {
         let kind = checked.request.proof.kind;
         let engine = self.engine.clone();
         let submitted = tokio::task::spawn_blocking(move || {
-            engine.submit(checked.request, checked.priority, checked.request_key)
+            engine.submit(checked.request, checked.priority, checked.request_id)
         })
         .await
         .map_err(|e| Status::internal(format!("submission task failed: {e}")))?

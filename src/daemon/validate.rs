@@ -7,7 +7,9 @@ use cuzk_actors::Priority;
 
 use super::config::DaemonConfig;
 use super::proto as pb;
-use crate::{PostInputs, ProofInputs, ProofKind, ProofRequest, RegisteredProof, SnapInputs};
+use crate::{
+    PostInputs, ProofInputs, ProofKind, ProofRequest, RegisteredProof, SectorRef, SnapInputs,
+};
 
 /// The longest `request_id` accepted, in bytes.
 pub const MAX_REQUEST_ID_BYTES: usize = 256;
@@ -19,8 +21,8 @@ pub struct Checked {
     pub request: ProofRequest,
     /// The priority after defaults.
     pub priority: Priority,
-    /// The idempotency key and a digest of the request it names (priority left out).
-    pub request_key: Option<(String, [u8; 32])>,
+    /// The caller's request id (empty on the wire: none).
+    pub request_id: Option<String>,
 }
 
 /// The proof kind of a wire enum value.
@@ -61,21 +63,7 @@ pub fn priority_from_wire(v: i32) -> Result<Option<Priority>, String> {
     }
 }
 
-/// The 32-byte prover id Filecoin derives from a miner's actor id: the id's unsigned
-/// LEB128 varint (the payload of its `f0` address), zero padded, as filecoin-ffi does.
-pub fn prover_id_from_miner(miner_id: u64) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    let mut n = miner_id;
-    for b in out.iter_mut() {
-        *b = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            break;
-        }
-        *b |= 0x80;
-    }
-    out
-}
+pub use crate::gen::prover_id_from_miner;
 
 /// The miner id whose prover id is `prover_id`, if it is one (a canonical varint followed
 /// by zeros).
@@ -135,35 +123,45 @@ pub fn check(req: &pb::SubmitProofRequest, config: &DaemonConfig) -> Result<Chec
     if let Some(i) = req.vanilla_proofs.iter().position(|v| v.is_empty()) {
         return Err(format!("vanilla_proofs[{i}] is empty"));
     }
-    let inputs = match kind {
-        ProofKind::PorepC2 => porep_inputs(kind, req)?,
-        ProofKind::WinningPost | ProofKind::WindowPost => post_inputs(kind, req)?,
-        ProofKind::SnapDeals => snap_inputs(kind, req)?,
+    let request = match kind {
+        ProofKind::PorepC2 => porep_request(kind, req)?,
+        ProofKind::WinningPost | ProofKind::WindowPost => {
+            ProofRequest::new(proof, post_inputs(kind, req)?).map_err(strip_prefix)?
+        }
+        ProofKind::SnapDeals => {
+            ProofRequest::new(proof, snap_inputs(kind, req)?).map_err(strip_prefix)?
+        }
     };
-    let request = ProofRequest::new(proof, inputs).map_err(strip_prefix)?;
-    let request_key = (!req.request_id.is_empty()).then(|| (req.request_id.clone(), digest(req)));
+    let request_id = (!req.request_id.is_empty()).then(|| req.request_id.clone());
     Ok(Checked {
         request,
         priority,
-        request_key,
+        request_id,
     })
 }
 
-fn porep_inputs(kind: ProofKind, req: &pb::SubmitProofRequest) -> Result<ProofInputs, String> {
+/// A PoRep request: `vanilla_proof` is a C1 output in any form node software writes (Curio
+/// sends its envelope around filecoin-proofs-api's JSON), checked against `registered_proof`,
+/// `sector_size`, and the sector `miner_id` (or `prover_id`) and `sector_number` name.
+fn porep_request(kind: ProofKind, req: &pb::SubmitProofRequest) -> Result<ProofRequest, String> {
     must_be_empty(kind, "vanilla_proofs", req.vanilla_proofs.is_empty())?;
     must_be_empty(kind, "randomness", req.randomness.is_empty())?;
-    must_be_empty(kind, "prover_id", req.prover_id.is_empty())?;
     snap_fields_empty(kind, req)?;
     if req.vanilla_proof.is_empty() {
         return Err("vanilla_proof (the C1 output JSON) is required for PoRep".into());
     }
-    let first = req.vanilla_proof.iter().find(|b| !b.is_ascii_whitespace());
-    if first != Some(&b'{') {
-        return Err("vanilla_proof is not a C1 output JSON object (it must start with '{')".into());
-    }
-    Ok(ProofInputs::Porep {
-        c1_json: req.vanilla_proof.clone(),
-    })
+    let prover_id = match (req.miner_id, req.prover_id.is_empty()) {
+        (0, true) => None,
+        (m, true) => Some(prover_id_from_miner(m)),
+        (0, false) => Some(exactly_32("prover_id", &req.prover_id)?),
+        _ => return Err("give either miner_id or prover_id, not both".into()),
+    };
+    let sector = prover_id.map(|prover_id| SectorRef {
+        prover_id,
+        sector_number: req.sector_number,
+    });
+    ProofRequest::porep_from_c1(Some(req.registered_proof), &req.vanilla_proof, sector)
+        .map_err(|e| format!("vanilla_proof: {}", strip_prefix(e)))
 }
 
 fn post_inputs(kind: ProofKind, req: &pb::SubmitProofRequest) -> Result<ProofInputs, String> {
@@ -233,14 +231,6 @@ fn strip_prefix(e: crate::Error) -> String {
         .unwrap_or(s)
 }
 
-/// A digest of what a request asks for (everything but its priority), so a resubmission
-/// under the same request_id can be told from a different request.
-fn digest(req: &pb::SubmitProofRequest) -> [u8; 32] {
-    let mut same = req.clone();
-    same.priority = 0;
-    *blake3::hash(&prost::Message::encode_to_vec(&same)).as_bytes()
-}
-
 /// The wire request for an engine request (what `cuzk client prove` sends). A prover id
 /// that is a miner id's varint goes as `miner_id`, as Curio sends it; any other as the
 /// `prover_id` extension.
@@ -254,7 +244,16 @@ pub fn to_wire(request: &ProofRequest, request_id: &str, priority: i32) -> pb::S
         ..Default::default()
     };
     match &request.inputs {
-        ProofInputs::Porep { c1_json } => w.vanilla_proof = c1_json.clone(),
+        ProofInputs::Porep { c1_json, sector } => {
+            w.vanilla_proof = c1_json.clone();
+            if let Some(s) = sector {
+                w.sector_number = s.sector_number;
+                match miner_from_prover_id(&s.prover_id) {
+                    Some(m) => w.miner_id = m,
+                    None => w.prover_id = s.prover_id.to_vec(),
+                }
+            }
+        }
         ProofInputs::Post(p) => {
             w.vanilla_proofs = p.vanilla_proofs.clone();
             w.randomness = p.randomness.to_vec();
@@ -322,12 +321,15 @@ mod tests {
         let mut other = window();
         other.priority = pb::Priority::Low as i32;
         assert_eq!(
-            check(&other, &config()).unwrap().request_key,
-            c.request_key,
+            check(&other, &config()).unwrap().request.digest(),
+            c.request.digest(),
             "priority is not part of the digest"
         );
         other.randomness[0] = 1;
-        assert_ne!(check(&other, &config()).unwrap().request_key, c.request_key);
+        assert_ne!(
+            check(&other, &config()).unwrap().request.digest(),
+            c.request.digest()
+        );
     }
 
     #[test]
@@ -386,7 +388,7 @@ mod tests {
                     r.randomness.clear();
                     r.vanilla_proof = b"\x00garbage".to_vec();
                 },
-                "not a C1 output JSON",
+                "vanilla_proof: the C1 output is not a JSON object",
             ),
             (
                 |r| {

@@ -90,12 +90,18 @@ pub(crate) struct Submit {
     pub input: JobInput,
     pub kind: WorkKind,
     pub priority: Priority,
-    pub request_id: Option<String>,
+    /// The caller's request id with a digest of what the request asks for.
+    pub request_key: Option<RequestKey>,
     pub timeout: Option<Duration>,
 }
 impl Message for Submit {
     type Result = Result<Submitted>;
 }
+
+/// A caller's request id and a digest of the request's content: a job is found again only
+/// by both, so one id may name several requests (Curio reuses an id for every partition of a
+/// WindowPoSt deadline), each its own job.
+pub(crate) type RequestKey = (String, [u8; 32]);
 
 /// Handle -> scheduler: answer `reply` when the job ends or `timeout` passes.
 pub(crate) struct Await {

@@ -19,8 +19,8 @@ use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
     Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, LeftDevice, Preload,
-    PreloadDevices, Prepare, Prepared, Pull, PullHandled, Run, Shared, Shutdown, StopDevice,
-    Submit, SynthInput, Synthesize, Synthesized, Withdraw, Withdrawn,
+    PreloadDevices, Prepare, Prepared, Pull, PullHandled, RequestKey, Run, Shared, Shutdown,
+    StopDevice, Submit, SynthInput, Synthesize, Synthesized, Withdraw, Withdrawn,
 };
 use crate::device::{DeviceId, DeviceInfo};
 use crate::driver::{DeviceDriver, DeviceFault};
@@ -71,7 +71,6 @@ struct JobEntry {
     kind: WorkKind,
     priority: Priority,
     seq: u64,
-    request_id: Option<String>,
     submitted: Instant,
     partitions: usize,
     input: EntryInput,
@@ -128,7 +127,9 @@ pub(crate) struct SchedulerActor {
     jobs: HashMap<JobId, JobEntry>,
     finished: HashMap<JobId, Finished>,
     finished_order: VecDeque<JobId>,
-    request_ids: HashMap<String, JobId>,
+    /// Jobs by request key, while they run and while a completed one's proof is retained
+    /// (a failed or cancelled one is forgotten: the same request then runs again).
+    request_ids: HashMap<RequestKey, JobId>,
     synth_queue: BTreeSet<(Reverse<Priority>, u64, JobId, usize)>,
     synth_in_flight: usize,
     ready: HashMap<(JobId, usize), Payload>,
@@ -247,16 +248,20 @@ impl SchedulerActor {
     }
 
     fn accept(&mut self, msg: Submit, ctx: &mut Context<Self>) -> Result<Submitted> {
-        if let Some(id) = msg
-            .request_id
+        if let Some(&id) = msg
+            .request_key
             .as_ref()
             .and_then(|r| self.request_ids.get(r))
         {
-            return Ok(Submitted {
-                job: *id,
-                existing: true,
-                queue_position: self.queue_position(*id),
-            });
+            let live_or_proved = self.jobs.contains_key(&id)
+                || matches!(self.finished.get(&id), Some(Finished::Ok(_)));
+            if live_or_proved {
+                return Ok(Submitted {
+                    job: id,
+                    existing: true,
+                    queue_position: self.queue_position(id),
+                });
+            }
         }
         if self.draining {
             return Err(Error::ShuttingDown);
@@ -324,7 +329,6 @@ impl SchedulerActor {
                 kind: msg.kind,
                 priority: msg.priority,
                 seq: self.seq,
-                request_id: msg.request_id.clone(),
                 submitted: Instant::now(),
                 partitions,
                 input,
@@ -337,7 +341,7 @@ impl SchedulerActor {
                 devices: BTreeSet::new(),
             },
         );
-        if let Some(r) = msg.request_id {
+        if let Some(r) = msg.request_key {
             self.request_ids.insert(r, id);
         }
         if let Some(t) = msg.timeout.or(self.setup.job_timeout) {
@@ -729,16 +733,15 @@ impl SchedulerActor {
                 self.finished.remove(&old);
             }
         }
-        // request ids map to a job while it runs and while its result is retained
-        if let Some(r) = entry.request_id {
-            if !self.finished.contains_key(&id) {
-                self.request_ids.remove(&r);
-            }
-        }
-        let retained: std::collections::HashSet<JobId> =
-            self.finished_order.iter().copied().collect();
+        // request keys map to a job while it runs and while its proof is retained
+        let proved: std::collections::HashSet<JobId> = self
+            .finished_order
+            .iter()
+            .copied()
+            .filter(|j| matches!(self.finished.get(j), Some(Finished::Ok(_))))
+            .collect();
         self.request_ids
-            .retain(|_, j| retained.contains(j) || self.jobs.contains_key(j));
+            .retain(|_, j| proved.contains(j) || self.jobs.contains_key(j));
     }
 
     fn complete_shutdown(&mut self) {

@@ -29,7 +29,7 @@ pub(crate) struct SynthesisActor {
     /// on the worker's own thread. A sequential witness inside the pool let a thread waiting
     /// for its loop's other halves take up another worker's whole witness (two GPUs fell
     /// from 26 to 16-19 proofs per second); evaluations in the pool queued behind each
-    /// other (stop 14).
+    /// other (measured on two H200s; CHANGELOG.md).
     pub pool: Arc<rayon::ThreadPool>,
 }
 
@@ -188,6 +188,7 @@ fn synthesize(
             public_inputs,
             randomness,
         } => {
+            let namer = circuit.clone_box();
             let assignment = match &r1cs {
                 Some(r1cs) => {
                     let (input, aux) = info_span!("witness", parallel)
@@ -202,7 +203,7 @@ fn synthesize(
                     // Alone, the rows spread over the pool; beside other partitions, on this
                     // worker's thread: in one shared pool every worker's rows queued behind
                     // the others' (two GPUs, mixed stream: 24.7-26.1 proofs/s against
-                    // 26.2-27.5 on the worker's thread; docs/benchmarks.md, stop 14).
+                    // 26.2-27.5 on the worker's thread; CHANGELOG.md).
                     info_span!("matvec", parallel)
                         .in_scope(|| {
                             if parallel {
@@ -220,6 +221,16 @@ fn synthesize(
                 }
                 None => circuit.synthesize().map_err(|e| Failure::from_engine(&e))?,
             };
+            // A witness that breaks a constraint is the request's fault, found here once:
+            // proving it would only fail verification, attempt after attempt.
+            let check =
+                || cuzk_engine::circuits::check_satisfied(namer, &assignment, partition, parallel);
+            if parallel {
+                pool.install(check)
+            } else {
+                check()
+            }
+            .map_err(|e| Failure::from_engine(&e))?;
             if assignment.public_inputs() != public_inputs.as_slice() {
                 return Err(Failure::new(
                     FailureCause::InvalidInput,

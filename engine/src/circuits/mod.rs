@@ -72,6 +72,11 @@ pub trait PartitionCircuit: Send {
     /// Records the constraint structure (allocation closures are not run).
     fn record(self: Box<Self>) -> Result<R1cs>;
 
+    /// The namespace path of constraint `row`, numbered as [`PartitionCircuit::record`]
+    /// numbers rows (`None` if the circuit has no such row or cannot be run). Runs the
+    /// circuit's structure once: for error reports only.
+    fn constraint_path(self: Box<Self>, row: usize) -> Option<String>;
+
     /// Proves the circuit with bellperson 0.27's `create_proof` and the given `r`, `s`.
     ///
     /// This is the reference implementation every cuzk backend must match byte for byte;
@@ -112,6 +117,14 @@ impl<C: Circuit<Scalar> + Send + Clone + 'static> PartitionCircuit for CircuitBo
         catch_panic("circuit recording", || Ok(cuzk_pce::record(self.0)?))
     }
 
+    fn constraint_path(self: Box<Self>, row: usize) -> Option<String> {
+        catch_panic("naming a constraint", || {
+            Ok(cuzk_pce::constraint_path(self.0, row).ok().flatten())
+        })
+        .ok()
+        .flatten()
+    }
+
     fn prove_with_bellperson(
         self: Box<Self>,
         params: &Parameters<Bls12>,
@@ -124,6 +137,31 @@ impl<C: Circuit<Scalar> + Send + Clone + 'static> PartitionCircuit for CircuitBo
             reason: e.to_string(),
         })
     }
+}
+
+/// Refuses an assignment that does not satisfy its circuit: a tampered vanilla proof, or one
+/// that does not belong to the request's public data. The error is invalid input (never
+/// worth a retry) and names the partition, the first failing row and its gadget path
+/// (found by running `circuit`, a copy of the partition's circuit, once more).
+///
+/// `parallel`: check the rows on the current rayon pool (see
+/// [`cuzk_pce::Assignment::first_unsatisfied`]).
+pub fn check_satisfied(
+    circuit: Box<dyn PartitionCircuit>,
+    assignment: &Assignment,
+    partition: usize,
+    parallel: bool,
+) -> Result<()> {
+    let Some(row) = assignment.first_unsatisfied(parallel) else {
+        return Ok(());
+    };
+    let name = circuit
+        .constraint_path(row)
+        .unwrap_or_else(|| "unnamed".into());
+    Err(Error::InvalidRequest(format!(
+        "partition {partition}: the witness does not satisfy constraint {row} ({name}) of {} rows; the vanilla proof is corrupt or does not match its public data",
+        assignment.num_constraints()
+    )))
 }
 
 /// One partition of a proof: its circuit and the public inputs a verifier will use.
@@ -171,7 +209,9 @@ pub fn plan(request: &ProofRequest) -> Result<ProofPlan> {
     let proof = request.proof;
     catch_panic("building circuits", || {
         match (&request.inputs, proof.kind) {
-            (ProofInputs::Porep { c1_json }, ProofKind::PorepC2) => porep::plan(proof, c1_json),
+            (ProofInputs::Porep { c1_json, sector }, ProofKind::PorepC2) => {
+                porep::plan(proof, c1_json, sector.as_ref())
+            }
             (ProofInputs::Post(post), ProofKind::WinningPost | ProofKind::WindowPost) => {
                 post::plan(proof, post)
             }

@@ -25,14 +25,22 @@ use super::{safe_domain, with_shape, CircuitBox, PartitionCircuit, PartitionJob,
 use crate::error::{catch_panic, Error, Result};
 use crate::kind::RegisteredProof;
 use crate::paramgen::ParamGenerator;
+use crate::request::SectorRef;
 
-/// The PoRep configuration filecoin-proofs uses for `proof`.
+/// The PoRep configuration filecoin-proofs uses for `proof`, with its feature (synthetic or
+/// non-interactive PoRep) enabled: that sets the partition count and how challenges are
+/// drawn.
 pub fn config(proof: RegisteredProof) -> PoRepConfig {
-    PoRepConfig::new_groth16(
+    let mut config = PoRepConfig::new_groth16(
         proof.sector_size.bytes(),
         proof.porep_id(),
         proof.api_version(),
-    )
+    );
+    if let Some(feature) = proof.porep_feature() {
+        // A fresh configuration has no feature, so none conflicts: this cannot fail.
+        let _ = config.enable_feature(feature);
+    }
+    config
 }
 
 pub(super) fn params_identifier(proof: RegisteredProof) -> Result<String> {
@@ -56,13 +64,18 @@ pub(super) fn generate_params<R: rand_core::RngCore>(
     })
 }
 
-pub(super) fn plan(proof: RegisteredProof, c1_json: &[u8]) -> Result<ProofPlan> {
-    with_shape!(proof.sector_size, Tree => plan_for::<Tree>(proof, c1_json))
+pub(super) fn plan(
+    proof: RegisteredProof,
+    c1_json: &[u8],
+    sector: Option<&SectorRef>,
+) -> Result<ProofPlan> {
+    with_shape!(proof.sector_size, Tree => plan_for::<Tree>(proof, c1_json, sector))
 }
 
 fn plan_for<Tree: 'static + MerkleTreeTrait>(
     proof: RegisteredProof,
     c1_json: &[u8],
+    sector: Option<&SectorRef>,
 ) -> Result<ProofPlan> {
     let config = config(proof);
     let c1: SealCommitPhase1Output<Tree> =
@@ -70,6 +83,23 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
             what: "C1 output JSON (SealCommitPhase1Output)".into(),
             reason: e.to_string(),
         })?;
+    if let Some(s) = sector {
+        // The replica id binds the C1 output to its miner, sector number, ticket, comm_d and
+        // registered proof: a C1 of another sector or proof type is refused here, by name.
+        let expected = stacked::generate_replica_id::<Tree::Hasher, _>(
+            &s.prover_id,
+            s.sector_number,
+            &c1.ticket,
+            c1.comm_d,
+            &config.porep_id,
+        );
+        if expected != c1.replica_id {
+            return Err(Error::InvalidRequest(format!(
+                "the C1 output is not sector {} of this miner as {proof}: its replica id differs from the one the miner, sector number, ticket, comm_d and registered proof give",
+                s.sector_number
+            )));
+        }
+    }
     let partitions = usize::from(config.partitions);
     check_shape(&c1, partitions, proof)?;
     for (what, v) in [
@@ -324,6 +354,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for StackedParts<Tree> {
 
     fn record(self: Box<Self>) -> Result<R1cs> {
         Box::new(CircuitBox(*self)).record()
+    }
+
+    fn constraint_path(self: Box<Self>, row: usize) -> Option<String> {
+        Box::new(CircuitBox(*self)).constraint_path(row)
     }
 
     fn prove_with_bellperson(
