@@ -250,6 +250,94 @@ async fn a_request_cancelled_under_its_id_runs_again_and_await_takes_the_id() {
     assert_completed(ProofKind::WindowPost, &r);
 }
 
+/// Curio's example and documented `cuzk.toml` load as they are: each of Curio's keys is
+/// carried over or named in a note, none is a refusal.
+#[test]
+fn curio_s_configuration_files_load_with_a_note_for_every_key_they_do_not_share() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/curio");
+    for (file, carried, noted) in [
+        (
+            "cuzk.example.toml",
+            &[
+                "0.0.0.0:9820",
+                "/data/zk/params",
+                "pipeline_depth: 2",
+                "Json",
+            ][..],
+            &[
+                "status_listen",
+                "safety_margin",
+                "eviction_min_idle",
+                "gpu_threads",
+                "scheduler.max_batch_size",
+                "scheduler.max_batch_wait_ms",
+                "scheduler.sort_by_type",
+                "synthesis.threads",
+                "pipeline.enabled",
+                "pipeline.synthesis_lookahead",
+                "pipeline.synthesis_concurrency",
+            ][..],
+        ),
+        (
+            "cuzk.documented.toml",
+            &[
+                "/var/tmp/filecoin-proof-parameters",
+                "porep-32g",
+                "synthesis_workers: 7",
+            ][..],
+            &[][..],
+        ),
+    ] {
+        let check = std::process::Command::new(env!("CARGO_BIN_EXE_cuzk"))
+            .args(["config", "check"])
+            .arg(fixtures.join(file))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&check.stdout);
+        assert!(
+            check.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        for c in carried {
+            assert!(
+                stdout.contains(c),
+                "{file}: {c} not carried over:\n{stdout}"
+            );
+        }
+        for n in noted {
+            assert!(
+                stdout
+                    .lines()
+                    .any(|l| l.starts_with("note: ") && l.contains(n)),
+                "{file}: no note names {n}:\n{stdout}"
+            );
+        }
+    }
+}
+
+/// `cuzk --config F`, as Curio's documentation starts its daemon (no command), serves with a
+/// configuration in Curio's own sections.
+#[tokio::test(flavor = "multi_thread")]
+async fn cuzk_with_only_a_curio_config_is_the_daemon() {
+    let _g = heavy().await;
+    support::store_with(ProofKind::WinningPost);
+    let config = format!(
+        "[daemon]\nlisten = \"unix://{{dir}}/cuzk.sock\"\n[srs]\nparam_cache = \"{}\"\n[gpus]\ndevices = []\ngpu_workers_per_device = 2\n[scheduler]\nsort_by_type = true\n[logging]\nlevel = \"info\"\nformat = \"json\"\n",
+        support::params_dir().display()
+    );
+    let d = Daemon::start_as(tempfile::tempdir().unwrap(), &config, &[]);
+    let mut c = d.client().await;
+    let r = prove(&mut c, ProofKind::WinningPost).await;
+    assert_eq!(status_of(&r), S::Completed, "{}", r.error_message);
+    assert_verifies(ProofKind::WinningPost, &r.proof);
+    let log = d.log();
+    assert!(
+        log.contains("scheduler.sort_by_type") && log.contains("ignored"),
+        "the ignored key is named in the log:\n{log}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn await_timeout_is_honoured_and_the_job_keeps_running() {
     let _g = heavy().await;

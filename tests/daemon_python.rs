@@ -49,10 +49,9 @@ fn request_json(kind: ProofKind) -> serde_json::Value {
     v
 }
 
-#[test]
-fn a_python_grpcio_client_proves_through_the_daemon() {
-    let grpc = python_path();
-    let probe = python(&grpc)
+/// Python stubs generated from our `.proto` by grpc_tools (after checking grpcio is there).
+fn python_stubs(grpc: &Path) -> tempfile::TempDir {
+    let probe = python(grpc)
         .args(["-c", "import grpc, grpc_tools.protoc"])
         .output()
         .expect("python3 must be installed");
@@ -62,10 +61,9 @@ fn a_python_grpcio_client_proves_through_the_daemon() {
         grpc.display(),
         String::from_utf8_lossy(&probe.stderr).trim()
     );
-
     let stubs = tempfile::tempdir().unwrap();
     let proto_dir = manifest().join("proto");
-    let gen = python(&grpc)
+    let gen = python(grpc)
         .args(["-m", "grpc_tools.protoc"])
         .arg(format!("-I{}", proto_dir.display()))
         .arg(format!("--python_out={}", stubs.path().display()))
@@ -78,6 +76,13 @@ fn a_python_grpcio_client_proves_through_the_daemon() {
         "protoc: {}",
         String::from_utf8_lossy(&gen.stderr)
     );
+    stubs
+}
+
+#[test]
+fn a_python_grpcio_client_proves_through_the_daemon() {
+    let grpc = python_path();
+    let stubs = python_stubs(&grpc);
 
     let requests = stubs.path().join("requests.json");
     let body = serde_json::json!({
@@ -144,4 +149,194 @@ fn a_python_grpcio_client_proves_through_the_daemon() {
         seen["metrics_completed_window"][0], "cuzk_jobs_completed_total{kind=\"window-post\"} 1",
         "{seen}"
     );
+}
+
+/// What a Curio node holds for the test sector, as `tests/python/curio_client.py` reads it:
+/// api-form C1 outputs (as `ffi.SealCommitPhase1` returns them), PoSt vanilla proofs with
+/// chain randomness whose top bits are still set (Curio masks them), SnapDeals inputs.
+fn curio_sector() -> serde_json::Value {
+    use cuzk::{ProofInputs, ProofRequest};
+    let api_c1 = |req: &ProofRequest| {
+        let ProofInputs::Porep { c1_json, .. } = &req.inputs else {
+            panic!("a PoRep request")
+        };
+        serde_json::json!({
+            "registered_proof": req.proof.id,
+            "c1": hex::encode(cuzk::c1::to_api_form(c1_json, req.proof).unwrap()),
+        })
+    };
+    let post = |req: &ProofRequest| {
+        let ProofInputs::Post(p) = &req.inputs else {
+            panic!("a PoSt request")
+        };
+        let mut raw = p.randomness;
+        raw[31] |= 0xc0;
+        serde_json::json!({
+            "registered_proof": req.proof.id,
+            "randomness": hex::encode(raw),
+            "vanilla_proofs": p.vanilla_proofs.iter().map(hex::encode).collect::<Vec<_>>(),
+        })
+    };
+    let snap = request(ProofKind::SnapDeals);
+    let ProofInputs::Snap(s) = &snap.inputs else {
+        panic!("a SnapDeals request")
+    };
+    serde_json::json!({
+        "miner": cuzk::gen::GEN_MINER,
+        "sector": cuzk::gen::GEN_SECTOR,
+        "sector_size": 2048,
+        "porep": api_c1(request(ProofKind::PorepC2)),
+        "porep_synthetic": api_c1(support::synthetic_porep()),
+        "winning": post(request(ProofKind::WinningPost)),
+        "window": post(request(ProofKind::WindowPost)),
+        "snap": {
+            "registered_proof": snap.proof.id,
+            "comm_r_old": hex::encode(s.comm_r_old),
+            "comm_r_new": hex::encode(s.comm_r_new),
+            "comm_d_new": hex::encode(s.comm_d_new),
+            "vanilla_proofs": s.vanilla_proofs.iter().map(hex::encode).collect::<Vec<_>>(),
+        },
+    })
+}
+
+/// Checks `proof` with filecoin-proofs' own verifier for `request`'s kind (`verify_seal`,
+/// `verify_winning_post`, `verify_window_post`, `verify_empty_sector_update_proof`), as a
+/// node would before using it. filecoin-proofs reads the verifying keys from
+/// `$FIL_PROOFS_PARAMETER_CACHE`, which `.ci/run` points at the test parameters.
+fn filecoin_proofs_accepts(request: &cuzk::ProofRequest, proof: &[u8]) -> bool {
+    use cuzk::circuits::{porep, post};
+    use cuzk::ProofInputs;
+    use filecoin_proofs::{PublicReplicaInfo, SectorShape2KiB};
+    use storage_proofs_core::sector::SectorId;
+    let prover_id = cuzk::gen::prover_id_from_miner(cuzk::gen::GEN_MINER);
+    let sector = SectorId::from(cuzk::gen::GEN_SECTOR);
+    let c1: serde_json::Value = match &request_of(ProofKind::PorepC2).inputs {
+        ProofInputs::Porep { c1_json, .. } => serde_json::from_slice(c1_json).unwrap(),
+        _ => unreachable!(),
+    };
+    let b32 = |v: &serde_json::Value| -> [u8; 32] {
+        let bytes: Vec<u8> = serde_json::from_value(v.clone()).unwrap();
+        bytes.try_into().unwrap()
+    };
+    let comm_r = b32(&c1["comm_r"]);
+    let r = match (&request.inputs, request.proof.kind) {
+        (ProofInputs::Porep { c1_json, .. }, _) => {
+            let c1: serde_json::Value = serde_json::from_slice(c1_json).unwrap();
+            filecoin_proofs::verify_seal::<SectorShape2KiB>(
+                &porep::config(request.proof),
+                b32(&c1["comm_r"]),
+                b32(&c1["comm_d"]),
+                prover_id,
+                sector,
+                b32(&c1["ticket"]),
+                b32(&c1["seed"]),
+                proof,
+            )
+        }
+        (ProofInputs::Post(p), ProofKind::WinningPost) => {
+            filecoin_proofs::verify_winning_post::<SectorShape2KiB>(
+                &post::config(request.proof).unwrap(),
+                &p.randomness,
+                &[(sector, PublicReplicaInfo::new(comm_r).unwrap())],
+                prover_id,
+                proof,
+            )
+        }
+        (ProofInputs::Post(p), _) => filecoin_proofs::verify_window_post::<SectorShape2KiB>(
+            &post::config(request.proof).unwrap(),
+            &p.randomness,
+            &[(sector, PublicReplicaInfo::new(comm_r).unwrap())]
+                .into_iter()
+                .collect(),
+            prover_id,
+            proof,
+        ),
+        (ProofInputs::Snap(s), _) => {
+            filecoin_proofs::verify_empty_sector_update_proof::<SectorShape2KiB>(
+                &porep::config(request_of(ProofKind::PorepC2).proof),
+                proof,
+                s.comm_r_old,
+                s.comm_r_new,
+                s.comm_d_new,
+            )
+        }
+    };
+    r.unwrap_or_else(|e| panic!("{}: filecoin-proofs' verifier failed: {e:#}", request.proof))
+}
+
+fn request_of(kind: ProofKind) -> &'static cuzk::ProofRequest {
+    request(kind)
+}
+
+#[test]
+fn curio_s_client_proves_every_kind_through_the_daemon_and_filecoin_proofs_accepts_them() {
+    let params = support::params_dir();
+    assert_eq!(
+        std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from),
+        Some(params.clone()),
+        "filecoin-proofs' verifiers read $FIL_PROOFS_PARAMETER_CACHE: run with it set to the test parameters (.ci/run does)"
+    );
+    for kind in ProofKind::ALL {
+        support::store_with(kind);
+    }
+    let grpc = python_path();
+    let stubs = python_stubs(&grpc);
+    let sectors = stubs.path().join("sector.json");
+    std::fs::write(&sectors, curio_sector().to_string()).unwrap();
+
+    let _g = heavy_blocking();
+    let d = Daemon::start(Listen::Unix, "");
+    let out = python(&grpc)
+        .arg(manifest().join("tests/python/curio_client.py"))
+        .arg(stubs.path())
+        .arg(&d.addr)
+        .arg(&sectors)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "Curio's client failed:\n{}\n--- daemon log ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        d.log()
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let proof = |name: &str| hex::decode(seen["proofs"][name].as_str().unwrap()).unwrap();
+    let store = support::store_with(ProofKind::PorepC2);
+    for (name, request) in [
+        ("winning-post", request(ProofKind::WinningPost)),
+        ("window-post", request(ProofKind::WindowPost)),
+        ("porep", request(ProofKind::PorepC2)),
+        ("porep-proofshare", request(ProofKind::PorepC2)),
+        ("porep-synthetic", support::synthetic_porep()),
+        ("snap-deals", request(ProofKind::SnapDeals)),
+    ] {
+        let p = proof(name);
+        assert!(
+            cuzk::verify(&store, request, &p).unwrap(),
+            "{name}: ours rejects it"
+        );
+        assert!(
+            filecoin_proofs_accepts(request, &p),
+            "{name}: filecoin-proofs rejects it"
+        );
+    }
+    assert_eq!(seen["jobs"]["porep-again"], seen["jobs"]["porep"], "{seen}");
+    assert_ne!(
+        seen["jobs"]["porep-proofshare"], seen["jobs"]["porep"],
+        "{seen}"
+    );
+    let refused = &seen["refused"];
+    for (name, words) in [
+        ("bad-base64", "not base64"),
+        ("size-mismatch", "SectorSize 8388608"),
+        ("truncated", "cannot decode"),
+        ("unknown-proof", "not a registered seal proof"),
+        ("sector-mismatch", "SectorNum 2"),
+        ("tampered-winning", "does not satisfy constraint"),
+    ] {
+        assert_eq!(refused[name][0], "INVALID_ARGUMENT", "{name}: {seen}");
+        let message = refused[name][1].as_str().unwrap();
+        assert!(message.contains(words), "{name}: {message}");
+    }
+    assert_eq!(seen["completed"], 7, "{seen}");
 }

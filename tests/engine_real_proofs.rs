@@ -178,6 +178,90 @@ fn a_bad_request_is_refused_at_submit_and_the_engine_keeps_serving() {
     engine.shutdown(Duration::from_secs(1)).expect("shutdown");
 }
 
+/// A vanilla proof changed by one bit is the submitter's fault, found once: PoSt and
+/// SnapDeals witnesses that break a constraint are refused during synthesis (naming the
+/// partition and the constraint), a PoRep C1 by the planner's vanilla check at submit; none
+/// reaches a device, so none is retried.
+#[test]
+fn a_tampered_vanilla_proof_of_each_kind_is_refused_once_as_invalid_input() {
+    for k in ProofKind::ALL {
+        support::store_with(k);
+    }
+    let driver = MockDriver::new(vec![MockDevice::new(6), MockDevice::new(7)]);
+    let rec = driver.recorder();
+    let mut cfg = EngineConfig::new(support::params_dir());
+    cfg.devices = DeviceChoice::mock(&driver);
+    let engine = Engine::start(cfg).expect("engine starts");
+    let flip_last_domain = |v: &mut Vec<u8>| {
+        // the last 32 bytes of a PoSt sector proof are its comm_r_last; flipping their low
+        // bit keeps a valid field element
+        let n = v.len();
+        v[n - 32] ^= 1;
+    };
+    for kind in ProofKind::ALL {
+        let mut req = support::inputs().get(kind).clone();
+        match &mut req.inputs {
+            cuzk::ProofInputs::Porep { c1_json, .. } => {
+                // the last digit of a labeling proof parent's first byte, kept a byte
+                // (0<->1, 2<->3, ...: 255 becomes 254)
+                let needle = b"\"labeling_proofs\":[{\"parents\":[[";
+                let start = find(c1_json, needle) + needle.len();
+                let end = start + find(&c1_json[start..], b",");
+                c1_json[end - 1] ^= 1;
+            }
+            cuzk::ProofInputs::Post(p) => flip_last_domain(&mut p.vanilla_proofs[0]),
+            cuzk::ProofInputs::Snap(s) => {
+                // the partition proof's first field, comm_r_old
+                s.vanilla_proofs[0][0] ^= 1;
+            }
+        }
+        let failure = match engine.submit(&req, SubmitOptions::default()) {
+            Err(EngineError::Engine(e)) => {
+                assert_eq!(
+                    FailureCause::of_engine_error(&e),
+                    FailureCause::InvalidInput,
+                    "{kind}: {e}"
+                );
+                e.to_string()
+            }
+            Err(other) => panic!("{kind}: refused as {other:?}"),
+            Ok(s) => match engine.wait(s.job, None) {
+                Err(EngineError::JobFailed { cause, reason, .. }) => {
+                    assert_eq!(cause, FailureCause::InvalidInput, "{kind}: {reason}");
+                    assert!(
+                        reason.contains("partition 0") && reason.contains("constraint"),
+                        "{kind}: {reason}"
+                    );
+                    reason
+                }
+                other => panic!("{kind}: a tampered request ended as {other:?}"),
+            },
+        };
+        let want = match kind {
+            ProofKind::PorepC2 => "vanilla proofs do not verify",
+            _ => "does not satisfy constraint",
+        };
+        assert!(failure.contains(want), "{kind}: {failure}");
+        eprintln!("{kind}: {failure}");
+    }
+    assert!(
+        rec.take().is_empty(),
+        "a tampered partition reached a device"
+    );
+    // and the engine still proves
+    let good = engine
+        .prove(&support::inputs().winning_post, SubmitOptions::default())
+        .expect("a good request still proves");
+    assert!(good.verified);
+    engine.shutdown(Duration::from_secs(5)).expect("shutdown");
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len())
+        .position(|w| w == needle)
+        .unwrap_or_else(|| panic!("{} not found", String::from_utf8_lossy(needle)))
+}
+
 /// Real proofs on a pipelining device: each proof is verified beside the device, after its
 /// lease has left the device (`left_device`), and the device still gets its next lease in
 /// time to name it to its worker (where a GPU uploads it during the current kernels). A lease

@@ -302,7 +302,7 @@ mod tests {
         let api = String::from_utf8(to_api_form(r.as_bytes(), proof).unwrap()).unwrap();
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (b"[1]".to_vec(), "not a JSON object"),
-            (r[..r.len() - 5].as_bytes().to_vec(), "the C1 output"),
+            (r.as_bytes()[..r.len() - 5].to_vec(), "the C1 output"),
             (
                 br#"{"SectorNum":1,"Phase1Out":"***","SectorSize":2048}"#.to_vec(),
                 "not base64",

@@ -86,7 +86,7 @@ pub enum ClientCmd {
         /// Where to write the proof bytes (default: print them as hex).
         #[arg(long, short)]
         out: Option<PathBuf>,
-        /// Idempotency key: resubmitting with the same key returns the same job.
+        /// Request id: the same id and request attach to the same job (see docs/curio.md).
         #[arg(long, default_value = "")]
         request_id: String,
         /// low, normal, high or critical (default: the kind's default).
@@ -98,7 +98,7 @@ pub enum ClientCmd {
     },
     /// Wait for a submitted job.
     Await {
-        /// The job id SubmitProof returned.
+        /// The job id SubmitProof returned, or the request id it was submitted under.
         job: String,
         /// Give up after this many milliseconds (0: wait until it ends).
         #[arg(long, default_value_t = 0)]

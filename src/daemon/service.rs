@@ -14,6 +14,7 @@ use super::metrics::Metrics;
 use super::proto as pb;
 use super::validate;
 use crate::RegisteredProof;
+use cuzk_actors::FailureCause;
 
 /// The longest job id accepted, in bytes.
 const MAX_JOB_ID_BYTES: usize = 128;
@@ -272,6 +273,13 @@ impl pb::proving_engine_server::ProvingEngine for ProvingService {
                 .ok_or_else(|| Status::invalid_argument("submit is required"))?;
             let job = self.submit(submit).await?;
             let result = self.wait(&job.job, None).await?;
+            // Prove is one call: a request whose content turned out unprovable (a witness
+            // breaking a constraint, found during synthesis) is refused as the bad argument it
+            // is, as a malformed one is at submit. AwaitProof reports it as FAILED with its
+            // failure_cause, since that call's argument is only a job id.
+            if result.failure_cause == FailureCause::InvalidInput.as_str() {
+                return Err(Status::invalid_argument(result.error_message));
+            }
             Ok(pb::ProveResponse {
                 result: Some(result),
             })

@@ -64,11 +64,18 @@ impl Daemon {
             "[params]\ndir = \"{}\"\n[devices]\nbackend = \"cpu\"\n[daemon]\nlisten = \"{listen}\"\nlog_format = \"json\"\nlog_filter = \"info\"\n{extra}\n",
             support::params_dir().display()
         );
+        Self::start_as(dir, &config, &["daemon"])
+    }
+
+    /// Starts `cuzk ARGS --config <file holding config>` in `dir` and waits until it
+    /// listens. `config` may name `{dir}`, replaced by `dir`'s path.
+    pub fn start_as(dir: tempfile::TempDir, config: &str, args: &[&str]) -> Daemon {
+        let config = config.replace("{dir}", &dir.path().display().to_string());
         let config_path = dir.path().join("cuzk.toml");
         std::fs::write(&config_path, config).unwrap();
         let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-            .arg("daemon")
+            .args(args)
             .arg("--config")
             .arg(&config_path)
             .env_remove("RUST_LOG")

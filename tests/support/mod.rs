@@ -39,6 +39,18 @@ pub fn inputs() -> &'static GeneratedInputs {
     })
 }
 
+/// A synthetic-PoRep C2 request (registered proof 10) from a 2 KiB sector sealed as such
+/// (made once per binary).
+pub fn synthetic_porep() -> &'static cuzk::ProofRequest {
+    static REQUEST: OnceLock<cuzk::ProofRequest> = OnceLock::new();
+    REQUEST.get_or_init(|| {
+        let proof = RegisteredProof::new(ProofKind::PorepC2, 10).expect("synthetic 2KiB");
+        cuzk::gen::generate_with(proof, &std::env::temp_dir(), 7)
+            .expect("seal a synthetic 2KiB sector")
+            .porep
+    })
+}
+
 /// The oracle every backend is held to: `proof` (our `cuzk::prove` output for `request` with
 /// fixed `r`, `s`) is byte-identical to bellperson 0.27's `create_proof` on the same
 /// circuits, each partition verifies, a changed public input is rejected, and the bytes

@@ -26,6 +26,7 @@ use crate::error::{catch_panic, Error, Result};
 use crate::kind::RegisteredProof;
 use crate::paramgen::ParamGenerator;
 use crate::request::SectorRef;
+use storage_proofs_core::api_version::ApiFeature;
 
 /// The PoRep configuration filecoin-proofs uses for `proof`, with its feature (synthetic or
 /// non-interactive PoRep) enabled: that sets the partition count and how challenges are
@@ -78,6 +79,14 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
     sector: Option<&SectorRef>,
 ) -> Result<ProofPlan> {
     let config = config(proof);
+    if proof.porep_feature() == Some(ApiFeature::NonInteractivePoRep) {
+        // Its partition proofs are these circuits' proofs, but a chain takes them only
+        // aggregated with SnarkPack, which needs the inner-product SRS: returning the bare
+        // partitions would hand back bytes no verifier accepts.
+        return Err(Error::InvalidRequest(format!(
+            "{proof} is non-interactive PoRep, whose partition proofs must be aggregated with SnarkPack; cuzk does not aggregate yet"
+        )));
+    }
     let c1: SealCommitPhase1Output<Tree> =
         serde_json::from_slice(c1_json).map_err(|e| Error::Decode {
             what: "C1 output JSON (SealCommitPhase1Output)".into(),
