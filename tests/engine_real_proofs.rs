@@ -312,3 +312,13 @@ fn a_pipelining_device_names_its_next_real_partition_while_proofs_are_verified()
         iv.len()
     );
 }
+
+/// A non-interactive PoRep (registered proof 15) through the Engine on the CPU: 13 PoRep
+/// partitions take about 5 minutes on 2 cores, so CI leaves it to `--include-ignored`;
+/// `gpu_engine` runs the same check on a GPU in the device suite, and the aggregation itself
+/// is unit-tested in `engine::aggregate`.
+#[test]
+#[ignore = "13 PoRep partitions: about 5 minutes on 2 cores (gpu_engine runs it on a GPU)"]
+fn a_non_interactive_porep_is_one_aggregate_filecoin_proofs_accepts() {
+    support::non_interactive_porep_round_trip(DeviceChoice::Cpu);
+}

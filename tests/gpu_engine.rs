@@ -82,3 +82,11 @@ fn engine_proves_every_kind_on_the_gpus_like_the_cpu() {
     assert_eq!(overlaps, 0);
     assert_eq!(tracks.len(), gpus, "{tracks:?}");
 }
+
+/// A non-interactive PoRep's 13 partitions proved on the GPUs and aggregated: filecoin-proofs'
+/// `verify_seal` accepts the aggregate (see `support::non_interactive_porep_round_trip`).
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_non_interactive_porep_on_the_gpus_is_one_aggregate_filecoin_proofs_accepts() {
+    support::non_interactive_porep_round_trip(DeviceChoice::Auto);
+}

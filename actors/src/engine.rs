@@ -502,6 +502,7 @@ impl Engine {
                 circuits,
                 public_inputs,
                 blank: plan.blank,
+                aggregation: plan.aggregation,
             },
             kind: WorkKind::Proof(kind),
             priority: self.priority_for(kind, &opts),

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`kind`] | proof kinds, sector sizes, registered-proof numbers |
 //! | [`request`] | requests and the input file format |
+//! | [`aggregate`] | SnarkPack: a non-interactive PoRep's partitions as one aggregate proof |
 //! | [`c1`] | PoRep C1 outputs in every form node software writes (Curio's envelope, the api form) |
 //! | [`circuits`] | vanilla proofs -> per-partition circuits and public inputs |
 //! | [`srs`] | parameter files: load once, share, generate test sizes atomically |
@@ -19,6 +20,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod aggregate;
 pub mod c1;
 pub mod circuits;
 pub mod cpu;

@@ -134,13 +134,28 @@ pub fn prove(
         load: timings.srs_load,
     });
     let pce = opts.pce.then(|| store.pce());
+    let aggregation = plan.aggregation;
     let mut out = prove_plan(plan, &srs, pce, backend, opts, progress, &mut timings)?;
+    if let Some(agg) = aggregation {
+        let t = Instant::now();
+        out.bytes = info_span!("aggregate").in_scope(|| {
+            crate::aggregate::aggregate(
+                &*store.aggregation_srs()?,
+                &srs.pvk,
+                &agg,
+                &out.partitions,
+                &out.public_inputs,
+            )
+        })?;
+        timings.prove += t.elapsed();
+    }
     timings.total = t0.elapsed();
     out.timings = timings;
     Ok(out)
 }
 
-/// Proves an already-built plan with loaded parameters.
+/// Proves an already-built plan with loaded parameters. The bytes are the concatenated
+/// partition proofs, also for a plan whose proof is their aggregate ([`prove`] aggregates).
 pub fn prove_plan(
     plan: ProofPlan,
     srs: &Srs,
@@ -275,13 +290,29 @@ pub fn prove_circuit<C: bellpepper_core::Circuit<Scalar> + Send>(
     Ok((proof, inputs))
 }
 
-/// Verifies proof bytes (concatenated partition proofs) against a request's public inputs.
+/// Verifies proof bytes (concatenated partition proofs, or a non-interactive PoRep's
+/// aggregate) against a request's public inputs.
 ///
 /// Returns `Ok(false)` for a well-formed proof that does not verify, and an error when the
 /// bytes cannot be a proof of this request (wrong length, bad encoding).
 pub fn verify(store: &SrsStore, request: &ProofRequest, proof_bytes: &[u8]) -> Result<bool> {
     let plan = circuits::plan(request)?;
     let n = plan.partitions.len();
+    if let Some(agg) = &plan.aggregation {
+        let srs = store.get_by_identifier(request.proof, &plan.params_identifier)?;
+        let inputs: Vec<Vec<Scalar>> = plan
+            .partitions
+            .into_iter()
+            .map(|p| p.public_inputs)
+            .collect();
+        return crate::aggregate::verify(
+            &*store.aggregation_srs()?,
+            &srs.pvk,
+            agg,
+            proof_bytes,
+            &inputs,
+        );
+    }
     if proof_bytes.len() != n * PARTITION_PROOF_BYTES {
         return Err(Error::InvalidRequest(format!(
             "proof has {} bytes but {} needs {n} x {PARTITION_PROOF_BYTES}",

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use bellperson::groth16::aggregate::GenericSRS;
 use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey};
 use blstrs::Bls12;
 
@@ -118,6 +119,8 @@ pub struct SrsStore {
     dir: PathBuf,
     slots: Mutex<HashMap<String, Slot>>,
     pce: PceStore,
+    /// The inner-product SRS (non-interactive PoRep's aggregation), once loaded.
+    aggregation: Mutex<Option<Arc<GenericSRS<Bls12>>>>,
 }
 
 impl SrsStore {
@@ -132,7 +135,41 @@ impl SrsStore {
             dir,
             slots: Mutex::new(HashMap::new()),
             pce: PceStore::new(Some(pce_dir)),
+            aggregation: Mutex::new(None),
         }
+    }
+
+    /// The inner-product SRS of this directory ([`crate::aggregate::SRS_FILE`]), read on
+    /// first use and kept. A missing or broken file is an error each time it is asked for.
+    pub fn aggregation_srs(&self) -> Result<Arc<GenericSRS<Bls12>>> {
+        let mut slot = self
+            .aggregation
+            .lock()
+            .map_err(|_| Error::Filecoin("SRS store lock poisoned".into()))?;
+        if let Some(srs) = slot.as_ref() {
+            return Ok(srs.clone());
+        }
+        let srs = Arc::new(crate::aggregate::load_srs(
+            &self.dir.join(crate::aggregate::SRS_FILE),
+        )?);
+        *slot = Some(srs.clone());
+        Ok(srs)
+    }
+
+    /// Writes an insecure test inner-product SRS (known randomness, for up to 256 proofs)
+    /// unless the directory has one. Returns its path and whether it was written.
+    pub fn generate_aggregation_srs(&self, seed: u64) -> Result<(PathBuf, bool)> {
+        let path = self.dir.join(crate::aggregate::SRS_FILE);
+        fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        let lock_path = path.with_extension("srs.lock");
+        let lock = File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
+        lock.lock().map_err(|e| Error::io(&lock_path, e))?;
+        if path.is_file() {
+            return Ok((path, false));
+        }
+        crate::aggregate::write_test_srs(&path, 256, seed)?;
+        drop(lock);
+        Ok((path, true))
     }
 
     /// Replaces the PCE store (e.g. another directory, or memory only with `None`).
@@ -242,7 +279,7 @@ impl SrsStore {
     }
 }
 
-fn write_atomic(
+pub(crate) fn write_atomic(
     path: &Path,
     f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
 ) -> Result<()> {

@@ -92,3 +92,77 @@ pub fn assert_matches_bellperson(
     }
     assert!(cuzk::verify(store, request, &proof.bytes).expect("verify bytes"));
 }
+
+/// A non-interactive PoRep (registered proof 15) through an Engine on `devices`: its 13
+/// partitions (at 2 KiB) are proved, then folded into one SnarkPack aggregate, which our
+/// verifier and filecoin-proofs' `verify_seal` accept and a changed byte breaks. Needs
+/// `$FIL_PROOFS_PARAMETER_CACHE` = [`params_dir`] (filecoin-proofs reads its keys there).
+pub fn non_interactive_porep_round_trip(devices: cuzk::DeviceChoice) {
+    use filecoin_proofs::SectorShape2KiB;
+    let params = params_dir();
+    assert_eq!(
+        std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from),
+        Some(params.clone()),
+        "filecoin-proofs' verify_seal reads $FIL_PROOFS_PARAMETER_CACHE: run with it set to the test parameters (.ci/run does)"
+    );
+    let store = store_with(ProofKind::PorepC2);
+    store
+        .generate_aggregation_srs(1)
+        .expect("test inner-product SRS");
+    let ni = RegisteredProof::new(ProofKind::PorepC2, 15).expect("NI-PoRep 2KiB");
+    let request = cuzk::gen::generate_with(ni, &std::env::temp_dir(), 11)
+        .expect("seal a non-interactive 2KiB sector")
+        .porep;
+    let mut cfg = cuzk::EngineConfig::new(params);
+    cfg.devices = devices;
+    let engine = cuzk::Engine::start(cfg).expect("engine starts");
+    let result = engine
+        .prove(&request, cuzk::SubmitOptions::default())
+        .expect("the NI-PoRep is proved and aggregated");
+    engine
+        .shutdown(std::time::Duration::from_secs(5))
+        .expect("shutdown");
+    assert_eq!(result.partitions, 13);
+    assert_ne!(
+        result.proof.len(),
+        13 * 192,
+        "an aggregate, not the partitions"
+    );
+    assert!(cuzk::verify(&store, &request, &result.proof).expect("verifier runs"));
+
+    let cuzk::ProofInputs::Porep { c1_json, .. } = &request.inputs else {
+        panic!("a PoRep request")
+    };
+    let c1: serde_json::Value = serde_json::from_slice(c1_json).expect("C1 JSON");
+    let b32 = |k: &str| -> [u8; 32] {
+        serde_json::from_value::<Vec<u8>>(c1[k].clone())
+            .expect("32 bytes")
+            .try_into()
+            .expect("32 bytes")
+    };
+    let filecoin = |proof: &[u8]| {
+        filecoin_proofs::verify_seal::<SectorShape2KiB>(
+            &cuzk::circuits::porep::config(ni),
+            b32("comm_r"),
+            b32("comm_d"),
+            cuzk::gen::prover_id_from_miner(cuzk::gen::GEN_MINER),
+            cuzk::gen::GEN_SECTOR.into(),
+            b32("ticket"),
+            b32("seed"),
+            proof,
+        )
+        .unwrap_or(false)
+    };
+    assert!(
+        filecoin(&result.proof),
+        "filecoin-proofs rejects the aggregate"
+    );
+    let mut changed = result.proof.clone();
+    let mid = changed.len() / 2;
+    changed[mid] ^= 1;
+    assert!(
+        !filecoin(&changed),
+        "filecoin-proofs accepts a changed aggregate"
+    );
+    assert!(!cuzk::verify(&store, &request, &changed).unwrap_or(false));
+}

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use actix::Message;
 use blstrs::Scalar;
+use cuzk_engine::aggregate::Aggregation;
 use cuzk_engine::circuits::PartitionCircuit;
 use cuzk_engine::pce::R1cs;
 use cuzk_engine::{RegisteredProof, Srs};
@@ -72,6 +73,7 @@ pub(crate) enum JobInput {
         circuits: Vec<Box<dyn PartitionCircuit>>,
         public_inputs: Vec<Vec<Scalar>>,
         blank: Box<dyn PartitionCircuit>,
+        aggregation: Option<Aggregation>,
     },
     Simulated(SimulatedJob),
 }
@@ -102,6 +104,16 @@ impl Message for Submit {
 /// by both, so one id may name several requests (Curio reuses an id for every partition of a
 /// WindowPoSt deadline), each its own job.
 pub(crate) type RequestKey = (String, [u8; 32]);
+
+/// Aggregation thread -> scheduler: the aggregate of a job's partition proofs (or why there
+/// is none).
+pub(crate) struct Aggregated {
+    pub job: JobId,
+    pub result: cuzk_engine::Result<Vec<u8>>,
+}
+impl Message for Aggregated {
+    type Result = ();
+}
 
 /// Handle -> scheduler: answer `reply` when the job ends or `timeout` passes.
 pub(crate) struct Await {

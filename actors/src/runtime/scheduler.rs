@@ -9,18 +9,19 @@ use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr, AsyncContext, Context, Handler, System};
 use blstrs::Scalar;
+use cuzk_engine::aggregate::Aggregation;
 use cuzk_engine::circuits::PartitionCircuit;
 use cuzk_engine::pce::R1cs;
 use cuzk_engine::{Srs, SrsStore};
 use futures::channel::oneshot;
-use tracing::{debug, info, warn};
+use tracing::{debug, info, info_span, warn};
 
 use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
-    Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress, LeftDevice, Preload,
-    PreloadDevices, Prepare, Prepared, Pull, PullHandled, RequestKey, Run, Shared, Shutdown,
-    StopDevice, Submit, SynthInput, Synthesize, Synthesized, Withdraw, Withdrawn,
+    Aggregated, Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress,
+    LeftDevice, Preload, PreloadDevices, Prepare, Prepared, Pull, PullHandled, RequestKey, Run,
+    Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized, Withdraw, Withdrawn,
 };
 use crate::device::{DeviceId, DeviceInfo};
 use crate::driver::{DeviceDriver, DeviceFault};
@@ -63,6 +64,7 @@ enum EntryInput {
         public_inputs: Vec<Vec<Scalar>>,
         srs: Option<Arc<Srs>>,
         r1cs: Option<Arc<R1cs>>,
+        aggregation: Option<Aggregation>,
     },
     Simulated(SimulatedJob),
 }
@@ -130,6 +132,11 @@ pub(crate) struct SchedulerActor {
     /// Jobs by request key, while they run and while a completed one's proof is retained
     /// (a failed or cancelled one is forgotten: the same request then runs again).
     request_ids: HashMap<RequestKey, JobId>,
+    /// Jobs whose partitions are proved and whose aggregate is being made on a thread of its
+    /// own (non-interactive PoRep): they end when it answers (`Aggregated`).
+    aggregating: HashMap<JobId, (JobEntry, Vec<DeviceId>)>,
+    /// This actor's address, for threads that answer it.
+    me: Option<Addr<SchedulerActor>>,
     synth_queue: BTreeSet<(Reverse<Priority>, u64, JobId, usize)>,
     synth_in_flight: usize,
     ready: HashMap<(JobId, usize), Payload>,
@@ -213,6 +220,8 @@ impl SchedulerActor {
                 finished: HashMap::new(),
                 finished_order: VecDeque::new(),
                 request_ids: HashMap::new(),
+                aggregating: HashMap::new(),
+                me: None,
                 synth_queue: BTreeSet::new(),
                 synth_in_flight: 0,
                 ready: HashMap::new(),
@@ -293,6 +302,7 @@ impl SchedulerActor {
                 circuits,
                 public_inputs,
                 blank,
+                aggregation,
             } => {
                 if let Some(synth) = &self.synth {
                     synth.do_send(Prepare {
@@ -309,6 +319,7 @@ impl SchedulerActor {
                     public_inputs,
                     srs: None,
                     r1cs: None,
+                    aggregation,
                 }
             }
             JobInput::Simulated(sim) => EntryInput::Simulated(sim),
@@ -641,7 +652,7 @@ impl SchedulerActor {
         let Some(outcome) = self.core.take_outcome(id) else {
             return;
         };
-        let Some(mut entry) = self.jobs.remove(&id) else {
+        let Some(entry) = self.jobs.remove(&id) else {
             return;
         };
         // Inputs waiting for a device are dropped with the job.
@@ -652,11 +663,6 @@ impl SchedulerActor {
         }
         self.synth_queue.retain(|k| k.2 != id);
         self.setup.shared.jobs.remove(&id);
-        entry.timings.total = entry.submitted.elapsed();
-        entry.timings.queue_wait = entry
-            .first_lease
-            .map(|t| t.saturating_duration_since(entry.submitted))
-            .unwrap_or(entry.timings.total);
         // Leases of the job still held (queued behind another partition, or being proved):
         // their results would be discarded, so a device that has not started one drops it.
         let held: Vec<(DeviceId, LeaseId)> = self
@@ -676,6 +682,81 @@ impl SchedulerActor {
             self.withdraw(d, lease);
         }
         let devices: Vec<DeviceId> = entry.devices.iter().copied().collect();
+        if let (
+            JobOutcome::Completed(parts),
+            EntryInput::Proof {
+                aggregation: Some(agg),
+                srs: Some(srs),
+                public_inputs,
+                ..
+            },
+        ) = (&outcome, &entry.input)
+        {
+            self.aggregate(id, *agg, parts.concat(), srs.clone(), public_inputs.clone());
+            self.aggregating.insert(id, (entry, devices));
+            return;
+        }
+        self.conclude(id, entry, devices, outcome);
+    }
+
+    /// Makes a job's SnarkPack aggregate on a thread of its own (a few seconds for a 32 GiB
+    /// non-interactive PoRep's 126 partitions: not on the scheduler's thread), which answers
+    /// with `Aggregated`.
+    fn aggregate(
+        &self,
+        id: JobId,
+        agg: Aggregation,
+        parts: Vec<u8>,
+        srs: Arc<Srs>,
+        inputs: Vec<Vec<Scalar>>,
+    ) {
+        let Some(me) = self.me.clone() else {
+            return;
+        };
+        let store = self.setup.store.clone();
+        let spawned = std::thread::Builder::new()
+            .name("cuzk-aggregate".into())
+            .spawn(move || {
+                let result = info_span!("aggregate", job = id).in_scope(|| {
+                    let proofs = cuzk_engine::aggregate::decode_partitions(&parts)?;
+                    cuzk_engine::aggregate::aggregate(
+                        &*store.aggregation_srs()?,
+                        &srs.pvk,
+                        &agg,
+                        &proofs,
+                        &inputs,
+                    )
+                });
+                me.do_send(Aggregated { job: id, result });
+            });
+        if let Err(e) = spawned {
+            if let Some(addr) = &self.me {
+                addr.do_send(Aggregated {
+                    job: id,
+                    result: Err(cuzk_engine::Error::Prover {
+                        partition: 0,
+                        backend: "snarkpack".into(),
+                        reason: format!("cannot start the aggregation thread: {e}"),
+                    }),
+                });
+            }
+        }
+    }
+
+    /// Ends a job: its result (concatenated partition proofs, or its aggregate) or failure
+    /// goes to its waiters, its report to the hook, and is kept for late waiters.
+    fn conclude(
+        &mut self,
+        id: JobId,
+        mut entry: JobEntry,
+        devices: Vec<DeviceId>,
+        outcome: JobOutcome<Vec<u8>>,
+    ) {
+        entry.timings.total = entry.submitted.elapsed();
+        entry.timings.queue_wait = entry
+            .first_lease
+            .map(|t| t.saturating_duration_since(entry.submitted))
+            .unwrap_or(entry.timings.total);
         let (finished, report) = match outcome {
             JobOutcome::Completed(parts) => {
                 self.counts.0 += 1;
@@ -839,6 +920,7 @@ impl Actor for SchedulerActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(usize::MAX);
+        self.me = Some(ctx.address());
         let tick = self.setup.tick;
         ctx.run_interval(tick, |act, _ctx| {
             let revoked = act.core.expire(Instant::now());
@@ -916,6 +998,24 @@ impl Handler<Synthesized> for SchedulerActor {
                 self.host_used = self.host_used.saturating_sub(bytes);
             }
         }
+        self.after_change();
+    }
+}
+
+impl Handler<Aggregated> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Aggregated, _ctx: &mut Self::Context) {
+        let Some((entry, devices)) = self.aggregating.remove(&msg.job) else {
+            return;
+        };
+        let outcome = match msg.result {
+            Ok(aggregate) => JobOutcome::Completed(vec![aggregate]),
+            Err(e) => JobOutcome::Failed(
+                Failure::from_engine(&e).context("aggregating the partition proofs"),
+            ),
+        };
+        self.conclude(msg.job, entry, devices, outcome);
         self.after_change();
     }
 }

@@ -184,6 +184,9 @@ pub struct ProofPlan {
     pub partitions: Vec<PartitionJob>,
     /// A blank circuit of the same shape, for recording the constraint system (PCE).
     pub blank: Box<dyn PartitionCircuit>,
+    /// Non-interactive PoRep: the partition proofs are returned as one SnarkPack aggregate
+    /// bound to this ([`crate::aggregate`]); `None`: as their concatenation.
+    pub aggregation: Option<crate::aggregate::Aggregation>,
 }
 
 impl ProofPlan {

@@ -79,14 +79,6 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
     sector: Option<&SectorRef>,
 ) -> Result<ProofPlan> {
     let config = config(proof);
-    if proof.porep_feature() == Some(ApiFeature::NonInteractivePoRep) {
-        // Its partition proofs are these circuits' proofs, but a chain takes them only
-        // aggregated with SnarkPack, which needs the inner-product SRS: returning the bare
-        // partitions would hand back bytes no verifier accepts.
-        return Err(Error::InvalidRequest(format!(
-            "{proof} is non-interactive PoRep, whose partition proofs must be aggregated with SnarkPack; cuzk does not aggregate yet"
-        )));
-    }
     let c1: SealCommitPhase1Output<Tree> =
         serde_json::from_slice(c1_json).map_err(|e| Error::Decode {
             what: "C1 output JSON (SealCommitPhase1Output)".into(),
@@ -182,6 +174,10 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
             .get_cache_identifier::<Tree>()
             .map_err(Error::filecoin)?,
         partitions: jobs,
+        // A chain takes a non-interactive PoRep's partitions only as one SnarkPack
+        // aggregate, bound to comm_r.
+        aggregation: (proof.porep_feature() == Some(ApiFeature::NonInteractivePoRep))
+            .then_some(crate::aggregate::Aggregation { comm_r: c1.comm_r }),
     })
 }
 

@@ -248,5 +248,6 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
         blank: Box::new(CircuitBox(blank)),
         params_identifier: identifier,
         partitions: jobs,
+        aggregation: None,
     })
 }

@@ -154,5 +154,6 @@ fn plan_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         blank: Box::new(CircuitBox(SnapCircuit(blank))),
         params_identifier: params_identifier(proof)?,
         partitions: jobs,
+        aggregation: None,
     })
 }
