@@ -148,7 +148,8 @@ enum Cmd {
         #[arg(long)]
         registered_proof: Option<u64>,
     },
-    /// Generate insecure test parameters (never for mainnet) into the parameter directory.
+    /// Generate insecure test parameters (never for mainnet) into the parameter directory
+    /// (with porep-c2, a test inner-product SRS for non-interactive PoRep too).
     Params {
         /// Kinds (default: all four).
         #[arg(long = "kind")]
@@ -504,8 +505,16 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
                 store.dir().display()
             );
             let rep = Reporter::new();
-            for kind in kinds_or(&kinds, &ProofKind::ALL)? {
+            let kinds = kinds_or(&kinds, &ProofKind::ALL)?;
+            for &kind in &kinds {
                 ensure_params(store, RegisteredProof::latest(kind, size), seed, &rep)?;
+            }
+            if kinds.contains(&ProofKind::PorepC2) {
+                // non-interactive PoRep's aggregation reads the inner-product SRS beside them
+                let (path, made) = store.generate_aggregation_srs(seed)?;
+                if made {
+                    rep.done(format!("test inner-product SRS -> {}", path.display()));
+                }
             }
             rep.finish();
             Ok(())

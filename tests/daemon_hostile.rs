@@ -196,7 +196,7 @@ fn refused_at_once() -> Vec<(ProofKind, String, Edit, &'static str)> {
         c(
             WindowPost,
             "PoRep garbage C1",
-            "not a C1 output JSON",
+            "the C1 output is not a JSON object",
             Box::new(|r| {
                 r.proof_kind = pb::ProofKind::PorepSealCommit as i32;
                 r.registered_proof = 5;

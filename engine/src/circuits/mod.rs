@@ -152,7 +152,13 @@ pub fn check_satisfied(
     partition: usize,
     parallel: bool,
 ) -> Result<()> {
-    let Some(row) = assignment.first_unsatisfied(parallel) else {
+    let first = tracing::info_span!(
+        "check_constraints",
+        partition,
+        rows = assignment.num_constraints()
+    )
+    .in_scope(|| assignment.first_unsatisfied(parallel));
+    let Some(row) = first else {
         return Ok(());
     };
     let name = circuit
