@@ -182,13 +182,7 @@ fn normalize_inner(bytes: &[u8], fields: Fields<'_>) -> Result<NormalizedC1> {
     let mut out = Vec::with_capacity(bytes.len());
     out.extend_from_slice(b"{\"vanilla_proofs\":");
     out.extend_from_slice(proofs.get().as_bytes());
-    for key in ["comm_r", "comm_d", "replica_id", "seed", "ticket"] {
-        let v = fields
-            .get(key)
-            .ok_or_else(|| Error::InvalidRequest(format!("the C1 output has no {key}")))?;
-        out.extend_from_slice(format!(",\"{key}\":").as_bytes());
-        out.extend_from_slice(v.get().as_bytes());
-    }
+    push_commitments(&mut out, &fields)?;
     out.push(b'}');
     Ok(NormalizedC1 {
         c1_json: out,
@@ -196,6 +190,19 @@ fn normalize_inner(bytes: &[u8], fields: Fields<'_>) -> Result<NormalizedC1> {
         sector_number: None,
         sector_size: None,
     })
+}
+
+/// Appends `,"comm_r":...` and the other fields after `vanilla_proofs`, in filecoin-proofs'
+/// order, their values byte for byte.
+fn push_commitments(out: &mut Vec<u8>, fields: &Fields<'_>) -> Result<()> {
+    for key in ["comm_r", "comm_d", "replica_id", "seed", "ticket"] {
+        let v = fields
+            .get(key)
+            .ok_or_else(|| Error::InvalidRequest(format!("the C1 output has no {key}")))?;
+        out.extend_from_slice(format!(",\"{key}\":").as_bytes());
+        out.extend_from_slice(v.get().as_bytes());
+    }
+    Ok(())
 }
 
 /// Wraps a filecoin-proofs C1 output as filecoin-proofs-api writes it (`registered_proof` as
@@ -219,13 +226,7 @@ pub fn to_api_form(c1_json: &[u8], proof: RegisteredProof) -> Result<Vec<u8>> {
         .ok_or_else(|| Error::InvalidRequest("the C1 output has no vanilla_proofs".into()))?;
     out.extend_from_slice(proofs.get().as_bytes());
     out.push(b'}');
-    for key in ["comm_r", "comm_d", "replica_id", "seed", "ticket"] {
-        let v = fields
-            .get(key)
-            .ok_or_else(|| Error::InvalidRequest(format!("the C1 output has no {key}")))?;
-        out.extend_from_slice(format!(",\"{key}\":").as_bytes());
-        out.extend_from_slice(v.get().as_bytes());
-    }
+    push_commitments(&mut out, &fields)?;
     out.push(b'}');
     Ok(out)
 }

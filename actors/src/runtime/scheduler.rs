@@ -245,6 +245,16 @@ impl SchedulerActor {
         }
     }
 
+    /// Whether `id` has not ended: it is being proved, or its aggregate is being made.
+    fn is_live(&self, id: JobId) -> bool {
+        self.jobs.contains_key(&id) || self.aggregating.contains_key(&id)
+    }
+
+    /// No job is being proved or aggregated (shutdown may complete).
+    fn holds_no_job(&self) -> bool {
+        self.jobs.is_empty() && self.aggregating.is_empty()
+    }
+
     fn live_partitions(&self) -> usize {
         self.jobs.values().map(|j| j.partitions - j.done).sum()
     }
@@ -262,8 +272,8 @@ impl SchedulerActor {
             .as_ref()
             .and_then(|r| self.request_ids.get(r))
         {
-            let live_or_proved = self.jobs.contains_key(&id)
-                || matches!(self.finished.get(&id), Some(Finished::Ok(_)));
+            let live_or_proved =
+                self.is_live(id) || matches!(self.finished.get(&id), Some(Finished::Ok(_)));
             if live_or_proved {
                 return Ok(Submitted {
                     job: id,
@@ -643,7 +653,7 @@ impl SchedulerActor {
         }
         self.pump_synthesis();
         self.dispatch();
-        if self.draining && self.jobs.is_empty() {
+        if self.draining && self.holds_no_job() {
             self.complete_shutdown();
         }
     }
@@ -821,8 +831,9 @@ impl SchedulerActor {
             .copied()
             .filter(|j| matches!(self.finished.get(j), Some(Finished::Ok(_))))
             .collect();
-        self.request_ids
-            .retain(|_, j| proved.contains(j) || self.jobs.contains_key(j));
+        self.request_ids.retain(|_, j| {
+            proved.contains(j) || self.jobs.contains_key(j) || self.aggregating.contains_key(j)
+        });
     }
 
     fn complete_shutdown(&mut self) {
@@ -1174,7 +1185,7 @@ impl Handler<Await> for SchedulerActor {
             let _ = msg.reply.send(f.to_result(msg.job));
             return;
         }
-        if !self.jobs.contains_key(&msg.job) {
+        if !self.is_live(msg.job) {
             let _ = msg.reply.send(Err(Error::UnknownJob(msg.job)));
             return;
         }
@@ -1202,7 +1213,7 @@ impl Handler<Cancel> for SchedulerActor {
     type Result = Result<bool>;
 
     fn handle(&mut self, msg: Cancel, _ctx: &mut Self::Context) -> Self::Result {
-        if !self.jobs.contains_key(&msg.0) && !self.finished.contains_key(&msg.0) {
+        if !self.is_live(msg.0) && !self.finished.contains_key(&msg.0) {
             return Err(Error::UnknownJob(msg.0));
         }
         let was_running = self.core.cancel(msg.0);
@@ -1225,7 +1236,7 @@ impl Handler<Shutdown> for SchedulerActor {
     fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
         self.draining = true;
         self.shutdown_replies.push(msg.reply);
-        if self.jobs.is_empty() {
+        if self.holds_no_job() {
             self.complete_shutdown();
             return;
         }
