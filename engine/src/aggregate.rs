@@ -174,7 +174,7 @@ pub fn aggregate(
 /// Decodes concatenated 192-byte partition proofs.
 pub fn decode_partitions(bytes: &[u8]) -> Result<Vec<Proof<Bls12>>> {
     const PROOF_BYTES: usize = 192;
-    if bytes.is_empty() || bytes.len() % PROOF_BYTES != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(PROOF_BYTES) {
         return Err(Error::InvalidRequest(format!(
             "{} bytes are not whole {PROOF_BYTES}-byte partition proofs",
             bytes.len()
