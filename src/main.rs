@@ -131,14 +131,20 @@ enum Cmd {
         #[arg(long)]
         proof: PathBuf,
     },
-    /// Seal a test sector and write request files for all four kinds.
+    /// Write test request files: a sealed test sector for all four kinds (2KiB, 8MiB,
+    /// 512MiB), or sparse sectors for PoRep, WinningPoSt and WindowPoSt (32GiB, 64GiB, or any
+    /// size with --sparse). Never for a chain.
     Gen {
         /// Output directory (created if missing).
         #[arg(long, short)]
         out: PathBuf,
-        /// Sector size (2KiB, 8MiB or 512MiB).
+        /// Sector size (2KiB, 8MiB, 512MiB, 32GiB or 64GiB).
         #[arg(long, default_value = "2KiB")]
         sector_size: String,
+        /// Build sparse sectors instead of sealing one (the default at 32GiB and 64GiB):
+        /// only the challenged nodes and opened paths hold values; seconds at any size.
+        #[arg(long)]
+        sparse: bool,
         /// Seed for the data, ticket and challenges.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -470,6 +476,7 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
         Cmd::Gen {
             out,
             sector_size,
+            sparse,
             seed,
             registered_proof,
         } => {
@@ -478,6 +485,13 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
                 None => RegisteredProof::latest(ProofKind::PorepC2, sector_size.parse()?),
             };
             let rep = Reporter::new();
+            if sparse || !seal_proof.sector_size.is_test_size() {
+                for f in gen_sparse_files(&out, seal_proof, seed, &rep)? {
+                    println!("wrote {}", f.display());
+                }
+                rep.finish();
+                return Ok(());
+            }
             rep.step(format!(
                 "sealing a sector as {seal_proof}, running C1, PoSt and SnapDeals vanilla proofs"
             ));
@@ -569,6 +583,67 @@ fn gen_files(out: &Path, seal_proof: RegisteredProof, seed: u64) -> Result<Vec<P
         let path = out.join(format!("{kind}-{size}.json"));
         write(&path, &inputs.get(kind).to_json()?)?;
         files.push(path);
+    }
+    Ok(files)
+}
+
+/// Writes sparse-sector requests (see `cuzk::gen::sparse`): the PoRep C2 request with its
+/// C1 output as filecoin-proofs and filecoin-proofs-api write it, WinningPoSt, and one full
+/// WindowPoSt partition, plus a note saying what they are.
+fn gen_sparse_files(
+    out: &Path,
+    seal_proof: RegisteredProof,
+    seed: u64,
+    rep: &Reporter,
+) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let size = seal_proof.sector_size;
+    let mut files = Vec::new();
+    let mut put = |name: String, bytes: &[u8]| -> Result<()> {
+        let path = out.join(name);
+        write(&path, bytes)?;
+        files.push(path);
+        Ok(())
+    };
+    put(
+        "TEST-INPUTS.txt".into(),
+        format!(
+            "Sparse {size} test sectors made by `cuzk gen` (seed {seed}): only the challenged nodes,\n\
+             their parents' columns and the opened Merkle paths hold values. Every file here passed\n\
+             filecoin-proofs' vanilla verifier, but no such sector was sealed: never submit these\n\
+             proofs to a chain.\n"
+        )
+        .as_bytes(),
+    )?;
+    rep.step(format!(
+        "building a sparse {size} sector and its C1 output as {seal_proof}"
+    ));
+    let t = Instant::now();
+    let porep = cuzk::gen::sparse::porep(seal_proof, seed)?;
+    rep.done(format!(
+        "C1 output ({} challenges' columns) built and checked in {:.1}s",
+        porep.columns,
+        t.elapsed().as_secs_f64()
+    ));
+    put(
+        format!("{}-{size}.json", ProofKind::PorepC2),
+        &porep.request.to_json()?,
+    )?;
+    put(format!("c1-{size}.json"), &porep.c1_json)?;
+    put(
+        format!("c1-api-{size}.json"),
+        &cuzk::c1::to_api_form(&porep.c1_json, seal_proof)?,
+    )?;
+    for kind in [ProofKind::WinningPost, ProofKind::WindowPost] {
+        let proof = RegisteredProof::latest(kind, size);
+        rep.step(format!("building sparse sectors for {proof}"));
+        let t = Instant::now();
+        let request = cuzk::gen::sparse::post(proof, seed, None)?;
+        rep.done(format!(
+            "{proof} built and checked in {:.1}s",
+            t.elapsed().as_secs_f64()
+        ));
+        put(format!("{kind}-{size}.json"), &request.to_json()?)?;
     }
     Ok(files)
 }

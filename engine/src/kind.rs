@@ -99,6 +99,12 @@ impl SectorSize {
         }
     }
 
+    /// Whether this is a test size (2 KiB, 8 MiB, 512 MiB), whose sectors a test bench can
+    /// seal; 32 and 64 GiB are production sizes.
+    pub fn is_test_size(self) -> bool {
+        !matches!(self, SectorSize::S32GiB | SectorSize::S64GiB)
+    }
+
     /// Parses a byte count.
     pub fn from_bytes(bytes: u64) -> Result<Self> {
         SectorSize::ALL

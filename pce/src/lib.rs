@@ -14,6 +14,7 @@
 //! | [`recording`] | the recording constraint system (structure only) |
 //! | [`witness`](mod@witness) | witness-only synthesis (allocations only) |
 //! | [`eval`] | a, b, c from a recording and a witness (sparse products) |
+//! | [`check`](mod@check) | checking every constraint during synthesis, keeping only the witness |
 //! | [`naming`] | the namespace path of a row, for reporting an unsatisfied constraint |
 //! | [`cache`] | the on-disk format of recordings |
 //! | [`error`] | the crate's error type |
@@ -21,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod check;
 pub mod density;
 pub mod error;
 pub mod eval;
@@ -30,6 +32,7 @@ pub mod recording;
 pub mod synthesis;
 pub mod witness;
 
+pub use check::{check, CheckReport, CheckingCs};
 pub use density::Density;
 pub use error::{Error, Result};
 pub use eval::{evaluate, evaluate_sequential};

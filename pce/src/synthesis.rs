@@ -99,7 +99,7 @@ impl SynthesisCs {
 /// Evaluates `lc` against the assignment, marking the variables it uses in the densities.
 /// Zero coefficients neither contribute nor count as use, as in bellperson.
 #[inline]
-fn eval(
+pub(crate) fn eval(
     lc: &LinearCombination<Scalar>,
     mut input_density: Option<&mut Density>,
     mut aux_density: Option<&mut Density>,

@@ -69,6 +69,10 @@ pub trait PartitionCircuit: Send {
         self.witness()
     }
 
+    /// Synthesises the circuit and checks every constraint on the way, holding only the
+    /// witness: for production-size partitions whose full assignment would not fit.
+    fn check(self: Box<Self>) -> Result<cuzk_pce::CheckReport>;
+
     /// Records the constraint structure (allocation closures are not run).
     fn record(self: Box<Self>) -> Result<R1cs>;
 
@@ -111,6 +115,10 @@ impl<C: Circuit<Scalar> + Send + Clone + 'static> PartitionCircuit for CircuitBo
 
     fn witness(self: Box<Self>) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
         catch_panic("witness synthesis", || Ok(cuzk_pce::witness(self.0)?))
+    }
+
+    fn check(self: Box<Self>) -> Result<cuzk_pce::CheckReport> {
+        catch_panic("constraint check", || Ok(cuzk_pce::check(self.0)?))
     }
 
     fn record(self: Box<Self>) -> Result<R1cs> {

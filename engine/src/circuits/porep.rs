@@ -148,6 +148,7 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
             "the C1 output's vanilla proofs do not verify as {proof}: wrong sector size or registered proof, or a corrupt C1 output"
         )));
     }
+    check_paths(&c1)?;
     let mut jobs = Vec::with_capacity(partitions);
     for (k, vanilla) in c1.vanilla_proofs.iter().enumerate() {
         let public_inputs = StackedCompound::<Tree, DefaultPieceHasher>::generate_public_inputs(
@@ -179,6 +180,29 @@ fn plan_for<Tree: 'static + MerkleTreeTrait>(
         aggregation: (proof.porep_feature() == Some(ApiFeature::NonInteractivePoRep))
             .then_some(crate::aggregate::Aggregation { comm_r: c1.comm_r }),
     })
+}
+
+/// Hashes every data (`tree_d`) and replica (`tree_r_last`) path of the C1 output up to its
+/// root. filecoin-proofs' vanilla verifier checks only their positions (the circuit checks
+/// the hashes), so without this a corrupt sibling would pass planning and fail as an
+/// unsatisfied constraint after synthesis; here it is refused at submit, by location.
+fn check_paths<Tree: MerkleTreeTrait>(c1: &SealCommitPhase1Output<Tree>) -> Result<()> {
+    use storage_proofs_core::merkle::MerkleProofTrait;
+    for (k, part) in c1.vanilla_proofs.iter().enumerate() {
+        for (i, p) in part.iter().enumerate() {
+            for (tree, holds) in [
+                ("data (tree_d)", p.comm_d_proofs.verify()),
+                ("replica (tree_r_last)", p.comm_r_last_proof.verify()),
+            ] {
+                if !holds {
+                    return Err(Error::InvalidRequest(format!(
+                        "the C1 output's vanilla proofs do not verify: partition {k}, challenge {i}: the {tree} path does not hash to its root"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks the number of partitions and of challenges per partition against the config, so
@@ -359,6 +383,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for StackedParts<Tree> {
 
     fn record(self: Box<Self>) -> Result<R1cs> {
         Box::new(CircuitBox(*self)).record()
+    }
+
+    fn check(self: Box<Self>) -> Result<cuzk_pce::CheckReport> {
+        Box::new(CircuitBox(*self)).check()
     }
 
     fn constraint_path(self: Box<Self>, row: usize) -> Option<String> {

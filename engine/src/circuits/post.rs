@@ -59,7 +59,8 @@ pub fn config(proof: RegisteredProof) -> Result<PoStConfig> {
     })
 }
 
-fn vanilla_setup(config: &PoStConfig) -> Result<fallback::SetupParams> {
+/// filecoin-proofs' vanilla setup for `config` (WinningPoSt's treats each challenge as a sector).
+pub(crate) fn vanilla_setup(config: &PoStConfig) -> Result<fallback::SetupParams> {
     match config.typ {
         PoStType::Winning => winning_post_setup_params(config).map_err(Error::filecoin),
         PoStType::Window => Ok(window_post_setup_params(config)),

@@ -4,6 +4,12 @@
 //! Sealing is cheap at test sizes (milliseconds at 2 KiB once the SDR parent cache exists).
 //! The work files live in a temporary directory removed afterwards; only the requests are
 //! kept. Randomness comes from a seed so a run can be repeated.
+//!
+//! Production sizes (32 and 64 GiB) cannot be sealed on a test bench; [`sparse`] builds their
+//! inputs from sparse sectors instead.
+
+pub mod sparse;
+mod sparse_tree;
 
 use std::fs::OpenOptions;
 use std::io::{Seek, Write};
@@ -52,7 +58,7 @@ impl GeneratedInputs {
 
 /// A 32-byte value that is a valid field element (top two bits clear), as chain randomness
 /// and commitments are.
-fn fr_bytes(rng: &mut ChaCha20Rng) -> [u8; 32] {
+pub(crate) fn fr_bytes(rng: &mut ChaCha20Rng) -> [u8; 32] {
     let mut b: [u8; 32] = rng.gen();
     b[31] &= 0x3f;
     b
