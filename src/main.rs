@@ -155,7 +155,8 @@ enum Cmd {
         registered_proof: Option<u64>,
     },
     /// Generate insecure test parameters (never for mainnet) into the parameter directory
-    /// (with porep-c2, a test inner-product SRS for non-interactive PoRep too).
+    /// (with porep-c2, a test inner-product SRS for non-interactive PoRep too). 32 and 64 GiB
+    /// ones go only into a directory of their own (empty, or marked by an earlier run).
     Params {
         /// Kinds (default: all four).
         #[arg(long = "kind")]
@@ -508,12 +509,6 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             seed,
         } => {
             let size: SectorSize = sector_size.parse()?;
-            if matches!(size, SectorSize::S32GiB | SectorSize::S64GiB) {
-                return Err(Error::InvalidRequest(format!(
-                    "refusing to generate parameters for {size} sectors: production sizes must use the published parameters"
-                ))
-                .into());
-            }
             eprintln!(
                 "note: these are INSECURE test parameters (known randomness), written to {}",
                 store.dir().display()
@@ -564,7 +559,21 @@ fn ensure_params(
         "generating test parameters for {proof} (once; minutes for PoRep and SnapDeals)"
     ));
     let t = Instant::now();
-    let (path, made) = store.generate(proof, seed)?;
+    let (path, made) = store.generate_with_progress(proof, seed, &mut |phase| {
+        use cuzk::paramgen::streaming::Phase;
+        let what = match phase {
+            Phase::Counting => "counting the circuit's constraints".to_string(),
+            Phase::Evaluating { constraints, m } => format!(
+                "{constraints} constraints (domain 2^{}): evaluating each variable at tau",
+                m.trailing_zeros()
+            ),
+            Phase::Query { name, points } => format!("writing {name}: {points} points"),
+        };
+        rep.step(format!(
+            "{proof}: {what} [{:.0}s]",
+            t.elapsed().as_secs_f64()
+        ));
+    })?;
     rep.done(format!(
         "parameters for {proof}: {} in {:.1}s -> {}",
         if made { "generated" } else { "present" },

@@ -21,6 +21,7 @@ use blstrs::Bls12;
 use crate::circuits;
 use crate::error::{Error, Result};
 use crate::kind::RegisteredProof;
+use crate::paramgen::streaming::{write_random_parameters, Phase};
 use crate::recordings::PceStore;
 
 /// filecoin-proofs' parameter file version prefix (`v28-...`).
@@ -221,6 +222,13 @@ impl SrsStore {
         // Several threads may race here; each loads, one wins the slot. Loading is rare
         // (once per file per process) and the losers' copies are dropped.
         let path = self.params_path(identifier);
+        if !proof.sector_size.is_test_size() && self.holds_test_parameters() {
+            tracing::warn!(
+                %proof,
+                dir = %self.dir.display(),
+                "loading INSECURE test parameters (made by `cuzk params`): proofs made with them are worthless on a chain"
+            );
+        }
         let srs = Arc::new(load(&path, proof)?);
         Ok(slot.get_or_init(|| srs).clone())
     }
@@ -255,6 +263,23 @@ impl SrsStore {
     /// Generation holds an exclusive lock on `<file>.lock`, so concurrent processes (test
     /// binaries, CLI runs) generate once. Returns the path and whether it generated.
     pub fn generate(&self, proof: RegisteredProof, seed: u64) -> Result<(PathBuf, bool)> {
+        self.generate_with_progress(proof, seed, &mut |_| {})
+    }
+
+    /// [`SrsStore::generate`], reporting each phase of the generator.
+    ///
+    /// Parameters are streamed to the file as they are computed (see
+    /// [`crate::paramgen::streaming`]): about 100 bytes of host memory per circuit variable,
+    /// 17 GB for a 32 GiB PoRep. Production sizes (32 and 64 GiB) are made only into a
+    /// directory of their own: one holding no parameter file yet, or one cuzk marked as
+    /// holding test parameters ([`TEST_MARKER`]), so that they are never mistaken for the
+    /// published ones.
+    pub fn generate_with_progress(
+        &self,
+        proof: RegisteredProof,
+        seed: u64,
+        progress: &mut dyn FnMut(Phase),
+    ) -> Result<(PathBuf, bool)> {
         let id = circuits::params_identifier(proof)?;
         let path = self.params_path(&id);
         fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
@@ -264,20 +289,67 @@ impl SrsStore {
         if path.is_file() {
             return Ok((path, false));
         }
+        self.claim_for_test_parameters(proof)?;
         let span = tracing::info_span!("generate_params", %proof, identifier = %id);
         let _g = span.enter();
+        let blank = circuits::blank(proof)?;
         let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(seed);
-        let params = circuits::generate_params(proof, &mut rng)?;
-        write_atomic(&path, |w| params.write(w))?;
+        let mut vk = None;
+        write_atomic(&path, |w| {
+            let key =
+                write_random_parameters(&*blank, &mut rng, w, progress).map_err(|e| match e {
+                    bellpepper_core::SynthesisError::IoError(io) => io,
+                    other => std::io::Error::other(other.to_string()),
+                })?;
+            vk = Some(key);
+            Ok(())
+        })?;
+        let vk = vk.ok_or_else(|| Error::Filecoin("parameter generation made no key".into()))?;
         let vk_path = self.dir.join(format!("v{PARAMS_VERSION}-{id}.vk"));
-        write_atomic(&vk_path, |w| params.vk.write(w))?;
+        write_atomic(&vk_path, |w| vk.write(w))?;
         let meta_path = self.dir.join(format!("v{PARAMS_VERSION}-{id}.meta"));
         let meta = format!("{{\"sector_size\":{}}}", proof.sector_size.bytes());
         write_atomic(&meta_path, |w| w.write_all(meta.as_bytes()))?;
         drop(lock);
         Ok((path, true))
     }
+
+    /// Whether this directory was marked as holding cuzk's test parameters.
+    pub fn holds_test_parameters(&self) -> bool {
+        self.dir.join(TEST_MARKER).is_file()
+    }
+
+    /// Marks the directory as holding test parameters when it holds no parameter file yet;
+    /// refuses production-size test parameters in an unmarked directory that holds some.
+    fn claim_for_test_parameters(&self, proof: RegisteredProof) -> Result<()> {
+        if self.holds_test_parameters() {
+            return Ok(());
+        }
+        let holds_params = fs::read_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))?
+            .filter_map(|e| e.ok())
+            .any(|e| e.path().extension().is_some_and(|x| x == "params"));
+        if !holds_params {
+            let marker = self.dir.join(TEST_MARKER);
+            return write_atomic(&marker, |w| {
+                w.write_all(
+                    b"Parameters in this directory were made by `cuzk params` from a known seed.\n\
+                      They are INSECURE: for tests and benchmarks only, never for a chain.\n",
+                )
+            });
+        }
+        if proof.sector_size.is_test_size() {
+            return Ok(());
+        }
+        Err(Error::InvalidRequest(format!(
+            "refusing to write {proof} test parameters into {}: it holds parameter files cuzk did not mark as test parameters (the published ones?); use a directory of their own",
+            self.dir.display()
+        )))
+    }
 }
+
+/// The file that marks a parameter directory as holding cuzk's insecure test parameters.
+pub const TEST_MARKER: &str = "INSECURE-TEST-PARAMETERS";
 
 pub(crate) fn write_atomic(
     path: &Path,
@@ -349,4 +421,53 @@ pub fn load(path: &Path, proof: RegisteredProof) -> Result<Srs> {
         load_time,
         id: next_srs_id(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::{ProofKind, SectorSize};
+
+    /// The store streams the same file the in-memory generator writes, and marks the
+    /// directory it started empty.
+    #[test]
+    fn streamed_test_parameters_equal_the_in_memory_ones_and_mark_their_directory() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = SrsStore::new(dir.path().to_path_buf());
+        let proof = RegisteredProof::latest(ProofKind::WinningPost, SectorSize::S2KiB);
+        let mut phases = 0;
+        let (path, made) = store
+            .generate_with_progress(proof, 5, &mut |_| phases += 1)
+            .expect("generates");
+        assert!(made);
+        assert_eq!(phases, 8, "counting, evaluating and six queries");
+        assert!(store.holds_test_parameters());
+        let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(5);
+        let mut want = Vec::new();
+        circuits::generate_params(proof, &mut rng)
+            .expect("in memory")
+            .write(&mut want)
+            .expect("serialise");
+        let got = fs::read(&path).expect("read");
+        assert!(got == want, "streamed and in-memory parameter files differ");
+        store.get(proof).expect("the streamed file loads");
+        let (_, again) = store.generate(proof, 5).expect("present");
+        assert!(!again);
+    }
+
+    /// Production-size test parameters never land beside parameter files cuzk did not mark.
+    #[test]
+    fn production_size_test_parameters_need_a_directory_of_their_own() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        fs::write(dir.path().join("v28-published.params"), b"not ours").expect("write");
+        let store = SrsStore::new(dir.path().to_path_buf());
+        let proof = RegisteredProof::latest(ProofKind::PorepC2, SectorSize::S32GiB);
+        let err = store.generate(proof, 1).expect_err("refused");
+        assert!(err.to_string().contains("directory of their own"), "{err}");
+        assert!(!store.holds_test_parameters());
+        // a test size is still made there, and does not mark the directory
+        let small = RegisteredProof::latest(ProofKind::WinningPost, SectorSize::S2KiB);
+        store.generate(small, 1).expect("test size");
+        assert!(!store.holds_test_parameters());
+    }
 }

@@ -21,6 +21,7 @@ use cuzk_pce::{Assignment, R1cs};
 
 use crate::error::{catch_panic, Error, Result};
 use crate::kind::{ProofKind, RegisteredProof};
+use crate::paramgen::streaming::BlankCircuit;
 use crate::request::{ProofInputs, ProofRequest};
 
 /// Runs `$body` with `$tree` bound to the Merkle tree shape of `$size`.
@@ -268,12 +269,17 @@ pub fn generate_params_with<R: rand_core::RngCore>(
     rng: &mut R,
     generator: ParamGenerator,
 ) -> Result<Parameters<Bls12>> {
+    blank(proof)?
+        .generate(generator, rng)
+        .map_err(Error::filecoin)
+}
+
+/// The blank circuit (no witness) of `proof`, which its parameters are made for.
+pub fn blank(proof: RegisteredProof) -> Result<Box<dyn BlankCircuit>> {
     let res = match proof.kind {
-        ProofKind::PorepC2 => porep::generate_params(proof, rng, generator),
-        ProofKind::WinningPost | ProofKind::WindowPost => {
-            post::generate_params(proof, rng, generator)
-        }
-        ProofKind::SnapDeals => snap::generate_params(proof, rng, generator),
+        ProofKind::PorepC2 => porep::blank(proof),
+        ProofKind::WinningPost | ProofKind::WindowPost => post::blank(proof),
+        ProofKind::SnapDeals => snap::blank(proof),
     };
     res.map_err(Error::filecoin)
 }

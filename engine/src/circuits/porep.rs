@@ -24,7 +24,7 @@ use super::porep_witness::{piecewise_witness, TopValues};
 use super::{safe_domain, with_shape, CircuitBox, PartitionCircuit, PartitionJob, ProofPlan};
 use crate::error::{catch_panic, Error, Result};
 use crate::kind::RegisteredProof;
-use crate::paramgen::ParamGenerator;
+use crate::paramgen::streaming::BlankCircuit;
 use crate::request::SectorRef;
 use storage_proofs_core::api_version::ApiFeature;
 
@@ -50,18 +50,15 @@ pub(super) fn params_identifier(proof: RegisteredProof) -> Result<String> {
         .map_err(Error::filecoin))
 }
 
-pub(super) fn generate_params<R: rand_core::RngCore>(
-    proof: RegisteredProof,
-    rng: &mut R,
-    generator: ParamGenerator,
-) -> anyhow::Result<Parameters<Bls12>> {
+/// The blank circuit parameters are made for.
+pub(super) fn blank(proof: RegisteredProof) -> anyhow::Result<Box<dyn BlankCircuit>> {
     with_shape!(proof.sector_size, Tree => {
         let pp = filecoin_proofs::parameters::public_params::<Tree>(&config(proof))?;
         let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             StackedCircuit<Tree, DefaultPieceHasher>,
         >>::blank_circuit(&pp);
-        Ok(generator.generate(blank, rng)?)
+        Ok(Box::new(blank))
     })
 }
 

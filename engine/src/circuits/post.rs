@@ -1,8 +1,6 @@
 //! WinningPoSt and WindowPoSt: circuits from per-sector vanilla proofs
 //! (`FallbackPoStSectorProof`, bincode-encoded, one per sector).
 
-use bellperson::groth16::Parameters;
-use blstrs::Bls12;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{
     parameters::{window_post_setup_params, winning_post_setup_params},
@@ -22,7 +20,7 @@ use storage_proofs_post::fallback::{
 use super::{safe_domain, with_shape, CircuitBox, PartitionJob, ProofPlan};
 use crate::error::{Error, Result};
 use crate::kind::{ProofKind, RegisteredProof};
-use crate::paramgen::ParamGenerator;
+use crate::paramgen::streaming::BlankCircuit;
 use crate::request::PostInputs;
 
 /// The PoSt configuration filecoin-proofs uses for `proof` (winning or window).
@@ -74,11 +72,8 @@ pub(super) fn params_identifier(proof: RegisteredProof) -> Result<String> {
         .map_err(Error::filecoin))
 }
 
-pub(super) fn generate_params<R: rand_core::RngCore>(
-    proof: RegisteredProof,
-    rng: &mut R,
-    generator: ParamGenerator,
-) -> anyhow::Result<Parameters<Bls12>> {
+/// The blank circuit parameters are made for.
+pub(super) fn blank(proof: RegisteredProof) -> anyhow::Result<Box<dyn BlankCircuit>> {
     let config = config(proof)?;
     with_shape!(proof.sector_size, Tree => {
         let pp = <FallbackPoSt<Tree> as storage_proofs_core::proof::ProofScheme>::setup(&vanilla_setup(&config)?)?;
@@ -86,7 +81,7 @@ pub(super) fn generate_params<R: rand_core::RngCore>(
             FallbackPoSt<'_, Tree>,
             FallbackPoStCircuit<Tree>,
         >>::blank_circuit(&pp);
-        Ok(generator.generate(blank, rng)?)
+        Ok(Box::new(blank))
     })
 }
 

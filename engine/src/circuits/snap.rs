@@ -1,8 +1,6 @@
 //! SnapDeals (EmptySectorUpdate): circuits from per-partition vanilla proofs
 //! (`PartitionProof`, bincode-encoded, one per partition).
 
-use bellperson::groth16::Parameters;
-use blstrs::Bls12;
 use filecoin_proofs::{PoRepConfig, SectorUpdateConfig};
 use storage_proofs_core::{
     compound_proof::{self, CompoundProof},
@@ -17,7 +15,7 @@ use storage_proofs_update::{
 use super::{safe_domain, with_shape, CircuitBox, PartitionJob, ProofPlan};
 use crate::error::{Error, Result};
 use crate::kind::{ProofKind, RegisteredProof};
-use crate::paramgen::ParamGenerator;
+use crate::paramgen::streaming::{BlankCircuit, Fresh};
 use crate::request::SnapInputs;
 
 /// The update circuit with a field-wise `Clone` (the crate's type has none), so a partition
@@ -73,18 +71,17 @@ pub(super) fn params_identifier(proof: RegisteredProof) -> Result<String> {
         <EmptySectorUpdateCompound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(&pp)))
 }
 
-pub(super) fn generate_params<R: rand_core::RngCore>(
-    proof: RegisteredProof,
-    rng: &mut R,
-    generator: ParamGenerator,
-) -> anyhow::Result<Parameters<Bls12>> {
+/// The blank circuit parameters are made for.
+pub(super) fn blank(proof: RegisteredProof) -> anyhow::Result<Box<dyn BlankCircuit>> {
     let pp = public_params(proof);
     with_shape!(proof.sector_size, Tree => {
-        let blank = <EmptySectorUpdateCompound<Tree> as CompoundProof<
-            EmptySectorUpdate<Tree>,
-            EmptySectorUpdateCircuit<Tree>,
-        >>::blank_circuit(&pp);
-        Ok(generator.generate(blank, rng)?)
+        // not Clone: made afresh for each pass
+        Ok(Box::new(Fresh(move || {
+            <EmptySectorUpdateCompound<Tree> as CompoundProof<
+                EmptySectorUpdate<Tree>,
+                EmptySectorUpdateCircuit<Tree>,
+            >>::blank_circuit(&pp)
+        })))
     })
 }
 
