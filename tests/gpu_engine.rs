@@ -90,3 +90,94 @@ fn engine_proves_every_kind_on_the_gpus_like_the_cpu() {
 fn a_non_interactive_porep_on_the_gpus_is_one_aggregate_filecoin_proofs_accepts() {
     support::non_interactive_porep_round_trip(DeviceChoice::Auto);
 }
+
+/// A production-size PoRep C2 end to end on one GPU: a sparse 32 GiB sector's C1 output
+/// (`cuzk::gen::sparse`), its 10 partitions synthesised through the PCE (recorded on first
+/// use) and proved on the GPU with `cuzk params`' 32 GiB test parameters, then checked by
+/// our verifier and by filecoin-proofs' `verify_seal` with the generated verifying key.
+///
+/// Needs `$CUZK_PRODUCTION_TEST_PARAMS`: a directory holding those parameters (`cuzk
+/// --params-dir DIR params --kind porep-c2 --sector-size 32GiB`, about 44 GiB), and
+/// `$FIL_PROOFS_PARAMETER_CACHE` set to it; about 70 GiB of device memory and 100 GiB of
+/// host memory.
+#[test]
+#[ignore = "needs a CUDA device, 32 GiB test parameters and 100 GiB of host memory"]
+fn a_sparse_32gib_porep_c2_is_proved_on_the_gpu_and_filecoin_proofs_verifies_it() {
+    use cuzk::{RegisteredProof, SectorSize};
+    let dir = std::path::PathBuf::from(
+        std::env::var_os("CUZK_PRODUCTION_TEST_PARAMS")
+            .expect("set CUZK_PRODUCTION_TEST_PARAMS to the 32 GiB test parameters' directory"),
+    );
+    assert_eq!(
+        std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(std::path::PathBuf::from),
+        Some(dir.clone()),
+        "filecoin-proofs' verify_seal reads the verifying key from $FIL_PROOFS_PARAMETER_CACHE"
+    );
+    let proof = RegisteredProof::latest(ProofKind::PorepC2, SectorSize::S32GiB);
+    let t0 = std::time::Instant::now();
+    let sparse = cuzk::gen::sparse::porep(proof, 1).expect("a sparse 32 GiB C1");
+    let c1_time = t0.elapsed();
+
+    let trace = dir.join("c2-32gib-trace.json");
+    let mut cfg = EngineConfig::new(&dir);
+    cfg.devices = DeviceChoice::Auto;
+    cfg.trace_file = Some(trace.clone());
+    cfg.synthesis_workers = 3;
+    cfg.host_memory_budget = 64 << 30;
+    let engine = Engine::start(cfg).expect("engine starts");
+    assert_eq!(engine.driver_name(), "cuda");
+    let t1 = std::time::Instant::now();
+    let result = engine
+        .prove(&sparse.request, SubmitOptions::default())
+        .expect("the 32 GiB C2 is proved");
+    let prove_time = t1.elapsed();
+    let status = engine.status().expect("status");
+    engine.shutdown(Duration::from_secs(10)).expect("shutdown");
+    assert_eq!(result.partitions, 10);
+    assert!(result.verified);
+    eprintln!(
+        "32 GiB C2: C1 built in {:.1}s; proved and verified in {:.1}s ({:?})",
+        c1_time.as_secs_f64(),
+        prove_time.as_secs_f64(),
+        result.timings
+    );
+    for d in &status.devices {
+        eprintln!(
+            "{} {}: {} partitions, busy {:?}",
+            d.info.id, d.info.name, d.partitions_ok, d.busy
+        );
+    }
+
+    let store = cuzk::SrsStore::new(&dir);
+    assert!(cuzk::verify(&store, &sparse.request, &result.proof).expect("verifier runs"));
+    let c1: serde_json::Value = serde_json::from_slice(&sparse.c1_json).expect("C1 JSON");
+    let b32 = |k: &str| -> [u8; 32] {
+        serde_json::from_value::<Vec<u8>>(c1[k].clone())
+            .expect("bytes")
+            .try_into()
+            .expect("32 bytes")
+    };
+    let t2 = std::time::Instant::now();
+    let filecoin = |bytes: &[u8]| {
+        filecoin_proofs::verify_seal::<filecoin_proofs::SectorShape32GiB>(
+            &cuzk::circuits::porep::config(proof),
+            b32("comm_r"),
+            b32("comm_d"),
+            cuzk::gen::prover_id_from_miner(cuzk::gen::GEN_MINER),
+            cuzk::gen::GEN_SECTOR.into(),
+            b32("ticket"),
+            b32("seed"),
+            bytes,
+        )
+        .unwrap_or(false)
+    };
+    assert!(filecoin(&result.proof), "filecoin-proofs rejects the proof");
+    eprintln!(
+        "filecoin-proofs' verify_seal accepted it in {:.2}s; total from C1 to verified proof {:.1}s",
+        t2.elapsed().as_secs_f64(),
+        t0.elapsed().as_secs_f64()
+    );
+    let mut changed = result.proof.clone();
+    changed[5 * 192 + 7] ^= 1;
+    assert!(!filecoin(&changed), "filecoin-proofs accepts a changed proof");
+}
