@@ -773,3 +773,73 @@ fn config_example_is_a_valid_configuration() {
         "{stderr}"
     );
 }
+
+/// The status page as an operator sees it: served to a loopback client and rendered by a
+/// real browser (headless Chromium, `$CUZK_CHROMIUM` or `chromium` on the PATH), it shows
+/// the device row, the queues, and a failed job with its cause. Without a browser the test
+/// fails: CI installs Debian's `chromium`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_status_page_shows_devices_queues_and_failures_in_a_browser() {
+    let _g = heavy().await;
+    let d = Daemon::start(Listen::Unix, "metrics_listen = \"127.0.0.1:0\"");
+    let mut c = d.client().await;
+    let ok = c
+        .prove(pb::ProveRequest {
+            submit: Some(wire(ProofKind::WinningPost, "winpost-status")),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_completed(ProofKind::WinningPost, &ok);
+    // A WinningPoSt whose comm_r_last has its low bit flipped fails synthesis's check.
+    let mut bad = request(ProofKind::WinningPost).clone();
+    if let cuzk::ProofInputs::Post(p) = &mut bad.inputs {
+        let n = p.vanilla_proofs[0].len();
+        p.vanilla_proofs[0][n - 32] ^= 1;
+    }
+    let refused = c
+        .prove(pb::ProveRequest {
+            submit: Some(cuzk::daemon::validate::to_wire(&bad, "winpost-tampered", 0)),
+        })
+        .await;
+    assert_eq!(refused.unwrap_err().code(), Code::InvalidArgument);
+
+    let url = d.metrics_url.clone().unwrap();
+    let (code, page) = http_get(&url, "/status");
+    assert_eq!(code, 200, "{page}");
+    let chromium = std::env::var_os("CUZK_CHROMIUM").unwrap_or_else(|| "chromium".into());
+    let dom = tokio::task::spawn_blocking(move || {
+        let out = std::process::Command::new(&chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--virtual-time-budget=2000",
+                "--dump-dom",
+            ])
+            .arg(format!("{url}/status"))
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("headless Chromium ({chromium:?}) must run for this test: {e}")
+            });
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    })
+    .await
+    .unwrap();
+    assert!(dom.contains("<title>cuzk status</title>"), "{dom}");
+    let device_rows = dom.matches("<tr class=\"device\">").count();
+    assert_eq!(device_rows, 1, "one row for the CPU device: {dom}");
+    assert!(dom.contains("<span class=\"ok\">ok</span>"), "{dom}");
+    assert_eq!(dom.matches("<tr class=\"queue\">").count(), 4, "{dom}");
+    assert!(dom.contains("<tr class=\"failure\">"), "{dom}");
+    assert!(dom.contains("invalid-input"), "{dom}");
+    assert!(dom.contains("does not satisfy constraint"), "{dom}");
+    assert!(dom.contains("1 completed, 1 failed"), "{dom}");
+}

@@ -179,5 +179,8 @@ fn a_sparse_32gib_porep_c2_is_proved_on_the_gpu_and_filecoin_proofs_verifies_it(
     );
     let mut changed = result.proof.clone();
     changed[5 * 192 + 7] ^= 1;
-    assert!(!filecoin(&changed), "filecoin-proofs accepts a changed proof");
+    assert!(
+        !filecoin(&changed),
+        "filecoin-proofs accepts a changed proof"
+    );
 }

@@ -605,6 +605,19 @@ impl Engine {
         self.inner.shared.jobs.get(&job).map(|p| p.clone())
     }
 
+    /// The jobs not finished and their progress, oldest first (read without a round trip).
+    pub fn running(&self) -> Vec<(JobId, JobProgress)> {
+        let mut v: Vec<(JobId, JobProgress)> = self
+            .inner
+            .shared
+            .jobs
+            .iter()
+            .map(|e| (*e.key(), e.value().clone()))
+            .collect();
+        v.sort_by_key(|(id, _)| *id);
+        v
+    }
+
     /// Loads `proof`'s parameters into host memory now, and asks every device to make them
     /// resident in the background (where that evicts no other circuit's; a GPU uploads them
     /// between partitions), so the first proof of the circuit pays neither. Returns whether

@@ -73,9 +73,12 @@ pub struct DaemonConfig {
 pub struct ServerSection {
     /// gRPC address: `unix:///path` (default) or `tcp://host:port` / `host:port`.
     pub listen: ListenAddr,
-    /// HTTP address for `/metrics` and `/healthz` (`host:port`); `None` serves none.
+    /// HTTP address for `/metrics`, `/healthz` and `/status` (`host:port`); `None` serves
+    /// none.
     #[serde(deserialize_with = "empty_is_none")]
     pub metrics_listen: Option<String>,
+    /// Who may see the status page at `/status` on that address.
+    pub status_page: StatusPageAccess,
     /// Seconds running work may take to finish after SIGTERM before it is cancelled.
     pub shutdown_grace_secs: u64,
     /// `text` (human-readable, coloured on a terminal) or `json` (one object per line).
@@ -89,11 +92,24 @@ impl Default for ServerSection {
         ServerSection {
             listen: ListenAddr::Unix(PathBuf::from(DEFAULT_SOCKET)),
             metrics_listen: None,
+            status_page: StatusPageAccess::Local,
             shutdown_grace_secs: 60,
             log_format: LogFormat::Text,
             log_filter: "info".into(),
         }
     }
+}
+
+/// Who may see the status page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusPageAccess {
+    /// Clients on the loopback interface only (the default).
+    Local,
+    /// Every client that reaches the HTTP address.
+    All,
+    /// Not served.
+    Off,
 }
 
 /// Log output format.

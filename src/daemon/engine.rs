@@ -163,12 +163,33 @@ pub enum Ending {
 /// One finished job, as metrics see it.
 #[derive(Clone, Debug)]
 pub struct JobReport {
+    /// The engine's job number (the wire id is `<boot>-<job>`).
+    pub job: u64,
     /// Proof kind.
     pub kind: ProofKind,
     /// How it ended.
     pub ending: Ending,
+    /// What went wrong, for a failed job.
+    pub message: Option<String>,
     /// Durations.
     pub timings: PhaseTimes,
+}
+
+/// A job not finished, as status shows it.
+#[derive(Clone, Debug)]
+pub struct RunningJob {
+    /// Wire id.
+    pub job: String,
+    /// The request id it was submitted under, when it has one.
+    pub request_id: Option<String>,
+    /// Proof kind.
+    pub kind: ProofKind,
+    /// Partitions in all.
+    pub partitions: usize,
+    /// Partitions synthesised so far (attempts).
+    pub synthesized: usize,
+    /// Partitions proved.
+    pub proved: usize,
 }
 
 /// A device as status shows it.
@@ -247,6 +268,8 @@ pub struct Snapshot {
     pub host_memory_used: u64,
     /// Its budget, bytes.
     pub host_memory_budget: u64,
+    /// Jobs not finished, oldest first.
+    pub running: Vec<RunningJob>,
 }
 
 /// Which circuits status can name: identifier -> registered proof, filled lazily from the
@@ -341,14 +364,16 @@ pub fn engine_config(
         let WorkKind::Proof(kind) = r.kind else {
             return;
         };
-        let ending = match &r.outcome {
-            ReportOutcome::Completed => Ending::Completed,
-            ReportOutcome::Failed(f) => Ending::Failed(f.cause),
-            ReportOutcome::Cancelled(_) => Ending::Cancelled,
+        let (ending, message) = match &r.outcome {
+            ReportOutcome::Completed => (Ending::Completed, None),
+            ReportOutcome::Failed(f) => (Ending::Failed(f.cause), Some(f.message.clone())),
+            ReportOutcome::Cancelled(_) => (Ending::Cancelled, None),
         };
         on_done(&JobReport {
+            job: r.job,
             kind,
             ending,
+            message,
             timings: PhaseTimes::from_engine(&r.timings),
         });
     }));
@@ -396,7 +421,8 @@ impl DaemonEngine {
         self.keys.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn job_name(&self, id: u64) -> String {
+    /// The wire id of engine job `id`.
+    pub fn job_name(&self, id: u64) -> String {
         format!("{}-{id}", self.boot)
     }
 
@@ -610,7 +636,34 @@ impl DaemonEngine {
             shutting_down: s.draining,
             host_memory_used: s.host_memory_used,
             host_memory_budget: s.host_memory_budget,
+            running: self.running(),
         }
+    }
+
+    fn running(&self) -> Vec<RunningJob> {
+        let jobs = self.engine.running();
+        let k = self.keys();
+        jobs.into_iter()
+            .filter_map(|(id, p)| {
+                let WorkKind::Proof(kind) = p.kind else {
+                    return None;
+                };
+                let job = self.job_name(id);
+                let request_id = k
+                    .by_request
+                    .iter()
+                    .find(|(_, j)| **j == job)
+                    .map(|(r, _)| r.clone());
+                Some(RunningJob {
+                    job,
+                    request_id,
+                    kind,
+                    partitions: p.partitions,
+                    synthesized: p.synthesized,
+                    proved: p.proved,
+                })
+            })
+            .collect()
     }
 
     /// Loads `proof`'s parameters. Returns whether they were loaded already, the time it

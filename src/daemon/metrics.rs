@@ -11,10 +11,10 @@
 //! `device_vram_total_bytes`, `device_vram_leased_bytes`, `device_quarantined`,
 //! `srs_loaded_bytes{circuit}`, `srs_users{circuit}`, `uptime_seconds`, `shutting_down`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::config::circuit_id;
 use super::engine::{Ending, JobReport, Snapshot};
@@ -58,6 +58,25 @@ struct Inner {
     rpc: BTreeMap<(&'static str, String), u64>,
     job: BTreeMap<ProofKind, Histogram>,
     phase: BTreeMap<(ProofKind, &'static str), Histogram>,
+    recent_failures: VecDeque<FailedJob>,
+}
+
+/// How many failed jobs [`Metrics::recent_failures`] keeps.
+pub const RECENT_FAILURES: usize = 20;
+
+/// A failed job, as the status page lists it.
+#[derive(Clone, Debug)]
+pub struct FailedJob {
+    /// When it ended.
+    pub at: SystemTime,
+    /// The engine's job number.
+    pub job: u64,
+    /// Proof kind.
+    pub kind: ProofKind,
+    /// Cause class.
+    pub cause: FailureCause,
+    /// What went wrong.
+    pub message: String,
 }
 
 /// The daemon's metrics registry.
@@ -99,9 +118,26 @@ impl Metrics {
                     m.phase.entry((kind, phase)).or_default().observe(d);
                 }
             }
-            Ending::Failed(cause) => *m.failed.entry((kind, cause)).or_default() += 1,
+            Ending::Failed(cause) => {
+                *m.failed.entry((kind, cause)).or_default() += 1;
+                if m.recent_failures.len() == RECENT_FAILURES {
+                    m.recent_failures.pop_back();
+                }
+                m.recent_failures.push_front(FailedJob {
+                    at: SystemTime::now(),
+                    job: report.job,
+                    kind,
+                    cause,
+                    message: report.message.clone().unwrap_or_default(),
+                });
+            }
             Ending::Cancelled => *m.cancelled.entry(kind).or_default() += 1,
         });
+    }
+
+    /// The last [`RECENT_FAILURES`] failed jobs, newest first.
+    pub fn recent_failures(&self) -> Vec<FailedJob> {
+        self.with(|m| m.recent_failures.iter().cloned().collect())
     }
 
     /// The Prometheus text exposition of the counters and of `status`'s gauges.
@@ -414,8 +450,10 @@ mod tests {
         let m = Metrics::default();
         m.job_submitted(ProofKind::WindowPost);
         m.job_done(&JobReport {
+            job: 1,
             kind: ProofKind::WindowPost,
             ending: Ending::Completed,
+            message: None,
             timings: PhaseTimes {
                 gpu_compute: Duration::from_millis(700),
                 total: Duration::from_secs(2),
@@ -423,10 +461,15 @@ mod tests {
             },
         });
         m.job_done(&JobReport {
+            job: 2,
             kind: ProofKind::PorepC2,
             ending: Ending::Failed(FailureCause::InvalidInput),
+            message: Some("partition 0: constraint 7".into()),
             timings: PhaseTimes::default(),
         });
+        let recent = m.recent_failures();
+        assert_eq!(recent.len(), 1);
+        assert_eq!((recent[0].job, recent[0].kind), (2, ProofKind::PorepC2));
         m.rpc_done("Prove", tonic::Code::Ok);
         m.request_rejected("invalid_argument");
         let snap = Snapshot {

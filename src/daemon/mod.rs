@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod proto;
 pub mod service;
 pub mod shutdown;
+pub mod status_page;
 pub mod validate;
 
 use std::path::PathBuf;
@@ -173,10 +174,11 @@ pub async fn serve(config: DaemonConfig) -> Result<()> {
                 addr,
                 engine.clone(),
                 metrics.clone(),
+                config.daemon.status_page,
                 shutdown::stopped(served_rx),
             )
             .await?;
-            tracing::info!(addr = %bound, "serving /metrics and /healthz");
+            tracing::info!(addr = %bound, status_page = ?config.daemon.status_page, "serving /metrics, /healthz and /status");
             println!("metrics on http://{bound}");
             Some(tokio::spawn(fut))
         }
