@@ -843,3 +843,111 @@ async fn the_status_page_shows_devices_queues_and_failures_in_a_browser() {
     assert!(dom.contains("does not satisfy constraint"), "{dom}");
     assert!(dom.contains("1 completed, 1 failed"), "{dom}");
 }
+
+/// Debian's Prometheus (`$CUZK_PROMETHEUS_DIR` or the PATH; CI installs the `prometheus`
+/// package) against a running daemon: `promtool` accepts the shipped alert rules, Prometheus
+/// loads them, scrapes the daemon and answers a query for a proof just made.
+#[tokio::test(flavor = "multi_thread")]
+async fn prometheus_scrapes_the_daemon_and_loads_the_alert_rules() {
+    let _g = heavy().await;
+    let bin = |name: &str| match std::env::var_os("CUZK_PROMETHEUS_DIR") {
+        Some(dir) => std::path::PathBuf::from(dir).join(name),
+        None => std::path::PathBuf::from(name),
+    };
+    let rules =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/prometheus/cuzk-alerts.yml");
+    let check = std::process::Command::new(bin("promtool"))
+        .arg("check")
+        .arg("rules")
+        .arg(&rules)
+        .output()
+        .expect("promtool (Debian's prometheus package) must run for this test");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(String::from_utf8_lossy(&check.stdout).contains("SUCCESS: 4 rules found"));
+
+    let d = Daemon::start(Listen::Unix, "metrics_listen = \"127.0.0.1:0\"");
+    let mut c = d.client().await;
+    let r = c
+        .prove(pb::ProveRequest {
+            submit: Some(wire(ProofKind::WinningPost, "winpost-prometheus")),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_completed(ProofKind::WinningPost, &r);
+
+    let target = d.metrics_url.clone().unwrap();
+    let target = target.trim_start_matches("http://");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: cuzk\n    static_configs:\n      - targets: ['{target}']\n",
+            rules.display()
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let web = format!("127.0.0.1:{port}");
+    let mut prom = std::process::Command::new(bin("prometheus"))
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address={web}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
+        .spawn()
+        .expect("prometheus must run for this test");
+    let query = "/api/v1/query?query=cuzk_jobs_completed_total%7Bkind%3D%22winning-post%22%7D";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut answer = String::new();
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let w = web.clone();
+        let got = tokio::task::spawn_blocking(move || {
+            std::net::TcpStream::connect(&w)
+                .ok()
+                .map(|_| http_get(&format!("http://{w}"), query))
+        })
+        .await
+        .unwrap();
+        if let Some((200, body)) = got {
+            if body.contains("\"value\":[") {
+                answer = body;
+                break;
+            }
+        }
+    }
+    let rules_loaded = http_get(&format!("http://{web}"), "/api/v1/rules").1;
+    let _ = prom.kill();
+    let _ = prom.wait();
+    let log = std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
+    assert!(
+        answer.contains("\"1\"]"),
+        "Prometheus did not scrape the completed WinningPoSt: {answer}\n{log}"
+    );
+    for alert in [
+        "CuzkDeviceQuarantined",
+        "CuzkQueueNotMoving",
+        "CuzkProofFailedVerification",
+        "CuzkWinningPostLatencyAtRisk",
+    ] {
+        assert!(
+            rules_loaded.contains(alert),
+            "{alert} not loaded: {rules_loaded}"
+        );
+    }
+}

@@ -215,6 +215,10 @@ pub struct DeviceView {
     pub quarantined: bool,
     /// Time spent running work since start.
     pub busy: Duration,
+    /// Partitions proved on it since start.
+    pub partitions_ok: u64,
+    /// Partition attempts that failed on it since start (each retried elsewhere or again).
+    pub partitions_failed: u64,
 }
 
 /// Loaded parameters as status shows them.
@@ -595,6 +599,8 @@ impl DaemonEngine {
                     }),
                     quarantined: d.quarantined || d.down.is_some(),
                     busy: d.busy,
+                    partitions_ok: d.partitions_ok,
+                    partitions_failed: d.partitions_failed,
                 }
             })
             .collect();

@@ -8,8 +8,10 @@
 //! `rpc_requests_total{method,code}`, `job_duration_seconds{kind}` and
 //! `phase_duration_seconds{kind,phase}` (histograms), `queue_pending{kind}`,
 //! `queue_in_progress{kind}`, `device_busy_seconds_total{device,name}`,
+//! `device_partitions_total{device,name,outcome}` (`ok` or `failed`),
 //! `device_vram_total_bytes`, `device_vram_leased_bytes`, `device_quarantined`,
-//! `srs_loaded_bytes{circuit}`, `srs_users{circuit}`, `uptime_seconds`, `shutting_down`.
+//! `srs_loaded_bytes{circuit}`, `srs_users{circuit}`, `host_memory_used_bytes`,
+//! `host_memory_budget_bytes`, `uptime_seconds`, `shutting_down`.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
@@ -400,6 +402,39 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
     }
     header(
         out,
+        "device_partitions_total",
+        "counter",
+        "Partition attempts on each device, by outcome (a failed one is retried).",
+    );
+    for d in &s.devices {
+        for (outcome, v) in [("ok", d.partitions_ok), ("failed", d.partitions_failed)] {
+            let _ = writeln!(
+                out,
+                "cuzk_device_partitions_total{{{},outcome=\"{outcome}\"}} {v}",
+                dev(d)
+            );
+        }
+    }
+    header(
+        out,
+        "host_memory_used_bytes",
+        "gauge",
+        "Host memory held by synthesised partitions.",
+    );
+    let _ = writeln!(out, "cuzk_host_memory_used_bytes {}", s.host_memory_used);
+    header(
+        out,
+        "host_memory_budget_bytes",
+        "gauge",
+        "The budget synthesis keeps host memory within.",
+    );
+    let _ = writeln!(
+        out,
+        "cuzk_host_memory_budget_bytes {}",
+        s.host_memory_budget
+    );
+    header(
+        out,
         "uptime_seconds",
         "gauge",
         "Seconds since the daemon started.",
@@ -501,6 +536,76 @@ mod tests {
             "cuzk_requests_rejected_total{reason=\"invalid_argument\"} 1",
         ] {
             assert!(text.contains(want), "missing {want}\n{text}");
+        }
+    }
+
+    /// The metric names an expression uses (`cuzk_` followed by lowercase letters and `_`).
+    fn names_in(expr: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = expr;
+        while let Some(at) = rest.find("cuzk_") {
+            let tail = &rest[at..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                .unwrap_or(tail.len());
+            out.push(tail[..end].to_string());
+            rest = &tail[end..];
+        }
+        out
+    }
+
+    /// Every query of the shipped Grafana dashboard and Prometheus alert rules names a
+    /// metric family the daemon exports (a histogram's `_bucket`, `_sum`, `_count` too).
+    #[test]
+    fn dashboard_and_alert_queries_name_exported_metrics() {
+        let m = Metrics::default();
+        let snap = Snapshot {
+            devices: vec![super::super::engine::DeviceView::default()],
+            srs: vec![super::super::engine::SrsView {
+                proof: None,
+                identifier: "x".into(),
+                size_bytes: 1,
+                users: 0,
+            }],
+            ..Snapshot::default()
+        };
+        let text = m.render(&snap);
+        let families: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        let exported = |name: &str| {
+            families.contains(name)
+                || ["_bucket", "_sum", "_count"].iter().any(|suffix| {
+                    name.strip_suffix(suffix)
+                        .is_some_and(|f| families.contains(f))
+                })
+        };
+        let dashboard: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/grafana/cuzk.json"))
+                .expect("the dashboard is JSON");
+        let panels = dashboard["panels"].as_array().expect("panels");
+        let mut exprs: Vec<String> = panels
+            .iter()
+            .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t["expr"].as_str().map(String::from))
+            .collect();
+        assert!(exprs.len() >= 12, "{exprs:?}");
+        let rules = include_str!("../../docs/prometheus/cuzk-alerts.yml");
+        let alert_exprs: Vec<String> = rules
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("expr:"))
+            .map(|e| e.trim().to_string())
+            .collect();
+        assert_eq!(alert_exprs.len(), 4);
+        exprs.extend(alert_exprs);
+        for e in &exprs {
+            let names = names_in(e);
+            assert!(!names.is_empty(), "a query with no cuzk metric: {e}");
+            for n in names {
+                assert!(exported(&n), "{n} (in `{e}`) is not exported");
+            }
         }
     }
 }
