@@ -150,26 +150,9 @@ fn a_sparse_32gib_porep_c2_is_proved_on_the_gpu_and_filecoin_proofs_verifies_it(
 
     let store = cuzk::SrsStore::new(&dir);
     assert!(cuzk::verify(&store, &sparse.request, &result.proof).expect("verifier runs"));
-    let c1: serde_json::Value = serde_json::from_slice(&sparse.c1_json).expect("C1 JSON");
-    let b32 = |k: &str| -> [u8; 32] {
-        serde_json::from_value::<Vec<u8>>(c1[k].clone())
-            .expect("bytes")
-            .try_into()
-            .expect("32 bytes")
-    };
     let t2 = std::time::Instant::now();
     let filecoin = |bytes: &[u8]| {
-        filecoin_proofs::verify_seal::<filecoin_proofs::SectorShape32GiB>(
-            &cuzk::circuits::porep::config(proof),
-            b32("comm_r"),
-            b32("comm_d"),
-            cuzk::gen::prover_id_from_miner(cuzk::gen::GEN_MINER),
-            cuzk::gen::GEN_SECTOR.into(),
-            b32("ticket"),
-            b32("seed"),
-            bytes,
-        )
-        .unwrap_or(false)
+        support::filecoin_verify_seal::<filecoin_proofs::SectorShape32GiB>(&sparse.request, bytes)
     };
     assert!(filecoin(&result.proof), "filecoin-proofs rejects the proof");
     eprintln!(

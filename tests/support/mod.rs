@@ -130,29 +130,7 @@ pub fn non_interactive_porep_round_trip(devices: cuzk::DeviceChoice) {
     );
     assert!(cuzk::verify(&store, &request, &result.proof).expect("verifier runs"));
 
-    let cuzk::ProofInputs::Porep { c1_json, .. } = &request.inputs else {
-        panic!("a PoRep request")
-    };
-    let c1: serde_json::Value = serde_json::from_slice(c1_json).expect("C1 JSON");
-    let b32 = |k: &str| -> [u8; 32] {
-        serde_json::from_value::<Vec<u8>>(c1[k].clone())
-            .expect("32 bytes")
-            .try_into()
-            .expect("32 bytes")
-    };
-    let filecoin = |proof: &[u8]| {
-        filecoin_proofs::verify_seal::<SectorShape2KiB>(
-            &cuzk::circuits::porep::config(ni),
-            b32("comm_r"),
-            b32("comm_d"),
-            cuzk::gen::prover_id_from_miner(cuzk::gen::GEN_MINER),
-            cuzk::gen::GEN_SECTOR.into(),
-            b32("ticket"),
-            b32("seed"),
-            proof,
-        )
-        .unwrap_or(false)
-    };
+    let filecoin = |proof: &[u8]| filecoin_verify_seal::<SectorShape2KiB>(&request, proof);
     assert!(
         filecoin(&result.proof),
         "filecoin-proofs rejects the aggregate"
@@ -165,4 +143,34 @@ pub fn non_interactive_porep_round_trip(devices: cuzk::DeviceChoice) {
         "filecoin-proofs accepts a changed aggregate"
     );
     assert!(!cuzk::verify(&store, &request, &changed).unwrap_or(false));
+}
+
+/// filecoin-proofs' own `verify_seal` on a PoRep `request` made by `cuzk::gen` (miner
+/// `GEN_MINER`, sector `GEN_SECTOR`; its C1 output in filecoin-proofs' form) and proof
+/// bytes. Reads the verifying key from `$FIL_PROOFS_PARAMETER_CACHE`.
+pub fn filecoin_verify_seal<Tree: 'static + storage_proofs_core::merkle::MerkleTreeTrait>(
+    request: &cuzk::ProofRequest,
+    proof: &[u8],
+) -> bool {
+    let cuzk::ProofInputs::Porep { c1_json, .. } = &request.inputs else {
+        panic!("a PoRep request")
+    };
+    let c1: serde_json::Value = serde_json::from_slice(c1_json).expect("C1 JSON");
+    let b32 = |k: &str| -> [u8; 32] {
+        serde_json::from_value::<Vec<u8>>(c1[k].clone())
+            .expect("32 bytes")
+            .try_into()
+            .expect("32 bytes")
+    };
+    filecoin_proofs::verify_seal::<Tree>(
+        &cuzk::circuits::porep::config(request.proof),
+        b32("comm_r"),
+        b32("comm_d"),
+        cuzk::gen::prover_id_from_miner(cuzk::gen::GEN_MINER),
+        cuzk::gen::GEN_SECTOR.into(),
+        b32("ticket"),
+        b32("seed"),
+        proof,
+    )
+    .unwrap_or(false)
 }

@@ -67,14 +67,19 @@ pub fn generate_random_parameters<C: Circuit<Scalar>, R: RngCore>(
     circuit: C,
     rng: &mut R,
 ) -> Result<Parameters<Bls12>, SynthesisError> {
+    let (g1, g2, toxic) = random_draws(rng);
+    generate_parameters(circuit, g1, g2, toxic)
+}
+
+/// The draws of bellperson's `generate_random_parameters`, in its order: the generators g1
+/// and g2, then `[alpha, beta, gamma, delta, tau]`.
+pub(crate) fn random_draws<R: RngCore + ?Sized>(
+    rng: &mut R,
+) -> (G1Projective, G2Projective, [Scalar; 5]) {
     let g1 = G1Projective::random(&mut *rng);
     let g2 = G2Projective::random(&mut *rng);
-    let alpha = Scalar::random(&mut *rng);
-    let beta = Scalar::random(&mut *rng);
-    let gamma = Scalar::random(&mut *rng);
-    let delta = Scalar::random(&mut *rng);
-    let tau = Scalar::random(&mut *rng);
-    generate_parameters(circuit, g1, g2, [alpha, beta, gamma, delta, tau])
+    let toxic = std::array::from_fn(|_| Scalar::random(&mut *rng));
+    (g1, g2, toxic)
 }
 
 /// Parameters for `circuit` from the given generators and toxic waste `[alpha, beta, gamma,

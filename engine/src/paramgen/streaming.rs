@@ -24,9 +24,9 @@ use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
 };
 use bellperson::groth16::{Parameters, VerifyingKey};
-use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use blstrs::{Bls12, Scalar};
 use ff::Field;
-use group::{prime::PrimeCurve, Curve, Group, GroupEncoding, UncompressedEncoding};
+use group::{prime::PrimeCurve, Curve, GroupEncoding, UncompressedEncoding};
 use rand_core::RngCore;
 use rayon::prelude::*;
 use tracing::info_span;
@@ -268,13 +268,7 @@ pub fn write_random_parameters(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(Phase),
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
-    let g1 = G1Projective::random(&mut *rng);
-    let g2 = G2Projective::random(&mut *rng);
-    let alpha = Scalar::random(&mut *rng);
-    let beta = Scalar::random(&mut *rng);
-    let gamma = Scalar::random(&mut *rng);
-    let delta = Scalar::random(&mut *rng);
-    let tau = Scalar::random(&mut *rng);
+    let (g1, g2, [alpha, beta, gamma, delta, tau]) = super::random_draws(rng);
     let _span = info_span!("write_random_parameters").entered();
 
     progress(Phase::Counting);
