@@ -536,6 +536,11 @@ impl SchedulerActor {
                 break;
             }
             self.synth_queue.remove(&key);
+            // the partition's size: its parameters' evaluation domain (rows, rounded up)
+            let rows = match &entry.input {
+                EntryInput::Proof { srs: Some(srs), .. } => srs.domain_size(),
+                _ => 0,
+            };
             let input = match &entry.input {
                 EntryInput::Simulated(sim) => SynthInput::Simulated {
                     time: sim.synthesis_time,
@@ -559,17 +564,19 @@ impl SchedulerActor {
             };
             self.host_used += bytes;
             // Alone, a partition's witness may spread over the host's cores (latency), where
-            // the host has enough of them; beside other syntheses it stays on its worker's
-            // thread, since they already fill the cores and a parallel witness would queue
-            // the devices' own host work behind it (measured: docs/benchmarks.md).
-            let alone = self.synth_in_flight == 0 && cuzk_engine::circuits::parallel_witness_pays();
+            // the host has enough of them; beside other syntheses a small one stays on its
+            // worker's thread, since they already fill the cores and a parallel witness would
+            // queue the devices' own host work behind it (measured: docs/benchmarks.md). A
+            // production-size partition always spreads: on one thread it takes about a minute.
+            let parallel =
+                cuzk_engine::circuits::synthesize_on_pool(rows, self.synth_in_flight == 0);
             self.synth_in_flight += 1;
             if let Some(synth) = &self.synth {
                 synth.do_send(Synthesize {
                     job: id,
                     partition: p,
                     input,
-                    parallel: alone,
+                    parallel,
                 });
             }
         }
