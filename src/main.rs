@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use cuzk::actors::DeviceSelector;
 use cuzk::bench::{bench_against_bellperson, BellpersonLogProbe, BenchSummary};
+use cuzk::paramgen::products::ProductsOn;
 use cuzk::pipeline::Progress;
 use cuzk::{
     CpuBackend, DeviceChoice, Engine, EngineConfig, Error, ProofKind, ProofOutput, ProofRequest,
@@ -167,6 +168,11 @@ enum Cmd {
         /// Seed of the (toxic, test-only) randomness.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Where the fixed-base products (most of the time at 32 GiB) run: `auto` (GPU 0
+        /// when CUDA finds one, else the CPU), `cpu` or `gpu` (an error when there is no
+        /// GPU). The file is the same either way.
+        #[arg(long, default_value = "auto")]
+        backend: String,
     },
     /// Benchmark cuzk's prover (on the first GPU when there is one, else the CPU) against
     /// bellperson's CPU create_proof on the same circuit, in the same run.
@@ -507,6 +513,7 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             kinds,
             sector_size,
             seed,
+            backend,
         } => {
             let size: SectorSize = sector_size.parse()?;
             eprintln!(
@@ -516,7 +523,8 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             let rep = Reporter::new();
             let kinds = kinds_or(&kinds, &ProofKind::ALL)?;
             for &kind in &kinds {
-                ensure_params(store, RegisteredProof::latest(kind, size), seed, &rep)?;
+                let proof = RegisteredProof::latest(kind, size);
+                ensure_params(store, proof, seed, &backend, &rep)?;
             }
             if kinds.contains(&ProofKind::PorepC2) {
                 // non-interactive PoRep's aggregation reads the inner-product SRS beside them
@@ -545,21 +553,38 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
     }
 }
 
+/// Where parameter generation computes its products, from a `--backend` choice.
+fn products_on(choice: &str) -> Result<ProductsOn> {
+    match choice {
+        "cpu" => Ok(ProductsOn::Cpu),
+        "gpu" => ProductsOn::gpu(0),
+        "auto" => Ok(ProductsOn::auto()),
+        other => Err(Error::InvalidRequest(format!(
+            "--backend {other}: expected auto, cpu or gpu"
+        ))),
+    }
+}
+
+/// Generates test parameters for `proof` unless they are present, the fixed-base products
+/// where `backend` says (`auto`, `cpu`, `gpu`).
 fn ensure_params(
     store: &SrsStore,
     proof: RegisteredProof,
     seed: u64,
+    backend: &str,
     rep: &Reporter,
 ) -> Result<()> {
     if store.has(proof)? {
         rep.done(format!("parameters for {proof}: present"));
         return Ok(());
     }
+    let on = products_on(backend)?;
     rep.step(format!(
-        "generating test parameters for {proof} (once; minutes for PoRep and SnapDeals)"
+        "generating test parameters for {proof} on {} (once; minutes for PoRep and SnapDeals)",
+        on.describe()
     ));
     let t = Instant::now();
-    let (path, made) = store.generate_with_progress(proof, seed, &mut |phase| {
+    let (path, made) = store.generate_with_progress(proof, seed, &on, &mut |phase| {
         use cuzk::paramgen::streaming::Phase;
         let what = match phase {
             Phase::Counting => "counting the circuit's constraints".to_string(),
@@ -800,7 +825,13 @@ fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> Result<()> {
     let size = SectorSize::S2KiB;
     let rep = Reporter::new();
     for kind in kinds {
-        ensure_params(store, RegisteredProof::latest(*kind, size), seed, &rep)?;
+        ensure_params(
+            store,
+            RegisteredProof::latest(*kind, size),
+            seed,
+            "cpu",
+            &rep,
+        )?;
     }
     rep.step("sealing a 2KiB sector and building vanilla proofs");
     let t = Instant::now();
@@ -863,10 +894,11 @@ fn bench(
     size: SectorSize,
 ) -> Result<()> {
     let probe = BellpersonLogProbe::get();
-    let (mut backend, backend_line) = bench_backend(backend)?;
+    let choice = backend;
+    let (mut backend, backend_line) = bench_backend(choice)?;
     let rep = Reporter::new();
     for kind in kinds {
-        ensure_params(store, RegisteredProof::latest(*kind, size), 1, &rep)?;
+        ensure_params(store, RegisteredProof::latest(*kind, size), 1, choice, &rep)?;
     }
     rep.step("generating inputs");
     let inputs = cuzk::gen::generate(size, &std::env::temp_dir(), 1)?;

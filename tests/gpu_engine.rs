@@ -167,3 +167,31 @@ fn a_sparse_32gib_porep_c2_is_proved_on_the_gpu_and_filecoin_proofs_verifies_it(
         "filecoin-proofs accepts a changed proof"
     );
 }
+
+/// Test parameters made with the fixed-base products on the GPU are the CPU's file, byte
+/// for byte (PoRep 2 KiB: every query, G1 and G2), and the GPU's proofs with them verify.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn parameters_generated_on_the_gpu_equal_the_cpus_byte_for_byte() {
+    use cuzk::paramgen::products::ProductsOn;
+    use cuzk::{RegisteredProof, SectorSize, SrsStore};
+    let proof = RegisteredProof::latest(ProofKind::PorepC2, SectorSize::S2KiB);
+    let (cpu_dir, gpu_dir) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let make = |dir: &std::path::Path, on: &ProductsOn| {
+        let t = std::time::Instant::now();
+        let (path, made) = SrsStore::new(dir)
+            .generate_with_progress(proof, 7, on, &mut |_| {})
+            .expect("generates");
+        assert!(made);
+        eprintln!("{} in {:.1}s", on.describe(), t.elapsed().as_secs_f64());
+        std::fs::read(path).expect("reads the file")
+    };
+    let gpu = make(gpu_dir.path(), &ProductsOn::gpu(0).expect("a GPU"));
+    let cpu = make(cpu_dir.path(), &ProductsOn::Cpu);
+    assert_eq!(gpu.len(), cpu.len());
+    let first = gpu.iter().zip(&cpu).position(|(a, b)| a != b);
+    assert_eq!(first, None, "the files differ from byte {first:?}");
+}

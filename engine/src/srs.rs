@@ -21,6 +21,7 @@ use blstrs::Bls12;
 use crate::circuits;
 use crate::error::{Error, Result};
 use crate::kind::RegisteredProof;
+use crate::paramgen::products::ProductsOn;
 use crate::paramgen::streaming::{write_random_parameters, Phase};
 use crate::recordings::PceStore;
 
@@ -263,10 +264,11 @@ impl SrsStore {
     /// Generation holds an exclusive lock on `<file>.lock`, so concurrent processes (test
     /// binaries, CLI runs) generate once. Returns the path and whether it generated.
     pub fn generate(&self, proof: RegisteredProof, seed: u64) -> Result<(PathBuf, bool)> {
-        self.generate_with_progress(proof, seed, &mut |_| {})
+        self.generate_with_progress(proof, seed, &ProductsOn::Cpu, &mut |_| {})
     }
 
-    /// [`SrsStore::generate`], reporting each phase of the generator.
+    /// [`SrsStore::generate`] with the fixed-base products where `on` says (the file is the
+    /// same either way), reporting each phase of the generator.
     ///
     /// Parameters are streamed to the file as they are computed (see
     /// [`crate::paramgen::streaming`]): about 100 bytes of host memory per circuit variable,
@@ -278,6 +280,7 @@ impl SrsStore {
         &self,
         proof: RegisteredProof,
         seed: u64,
+        on: &ProductsOn,
         progress: &mut dyn FnMut(Phase),
     ) -> Result<(PathBuf, bool)> {
         let id = circuits::params_identifier(proof)?;
@@ -297,10 +300,12 @@ impl SrsStore {
         let mut vk = None;
         write_atomic(&path, |w| {
             let key =
-                write_random_parameters(&*blank, &mut rng, w, progress).map_err(|e| match e {
-                    bellpepper_core::SynthesisError::IoError(io) => io,
-                    other => std::io::Error::other(other.to_string()),
-                })?;
+                write_random_parameters(&*blank, &mut rng, w, on, progress).map_err(
+                    |e| match e {
+                        bellpepper_core::SynthesisError::IoError(io) => io,
+                        other => std::io::Error::other(other.to_string()),
+                    },
+                )?;
             vk = Some(key);
             Ok(())
         })?;
@@ -437,7 +442,7 @@ mod tests {
         let proof = RegisteredProof::latest(ProofKind::WinningPost, SectorSize::S2KiB);
         let mut phases = 0;
         let (path, made) = store
-            .generate_with_progress(proof, 5, &mut |_| phases += 1)
+            .generate_with_progress(proof, 5, &ProductsOn::Cpu, &mut |_| phases += 1)
             .expect("generates");
         assert!(made);
         assert_eq!(phases, 8, "counting, evaluating and six queries");

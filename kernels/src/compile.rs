@@ -21,6 +21,7 @@ const MSM_DIGITS_CUH: &str = include_str!("../cuda/msm_digits.cuh");
 const MSM_CU: &str = include_str!("../cuda/msm.cu");
 const FP2_PAIR_CUH: &str = include_str!("../cuda/fp2_pair.cuh");
 const MSM_PAIR_CU: &str = include_str!("../cuda/msm_pair.cu");
+const FIXED_BASE_CU: &str = include_str!("../cuda/fixed_base.cu");
 
 /// Keeps field products out of line in curve-heavy modules (compile time, code size).
 const NOINLINE_MUL: &str = "MUL_FN __device__ __noinline__";
@@ -85,18 +86,19 @@ const SUM_PRODUCTS: &str = "SUM_PRODUCTS";
 /// Keeps only `msm_accumulate` (and the rate probe) in a module.
 const ACCUMULATE_ONLY: &str = "MSM_ACCUMULATE_ONLY";
 
-/// G1 MSM kernels (suffix `_g1`) except `msm_accumulate`, with out-of-line field products
-/// and inlined point operations (see `INLINE_POINTS`).
+/// G1 MSM kernels (suffix `_g1`) except `msm_accumulate`, and the fixed-base products of
+/// parameter generation (`fixed_base.cu`), with out-of-line field products and inlined point
+/// operations (see `INLINE_POINTS`).
 pub const MSM_G1: KernelModule = KernelModule {
     name: "msm_g1",
     defines: &["MSM_G1", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
-    sources: &[FIELD_CUH, CURVE_CUH, MSM_DIGITS_CUH, MSM_CU],
+    sources: &[FIELD_CUH, CURVE_CUH, MSM_DIGITS_CUH, MSM_CU, FIXED_BASE_CU],
 };
-/// G2 MSM kernels (suffix `_g2`) except `msm_accumulate`.
+/// G2 MSM kernels (suffix `_g2`) except `msm_accumulate`, and G2's fixed-base products.
 pub const MSM_G2: KernelModule = KernelModule {
     name: "msm_g2",
     defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
-    sources: &[FIELD_CUH, CURVE_CUH, MSM_DIGITS_CUH, MSM_CU],
+    sources: &[FIELD_CUH, CURVE_CUH, MSM_DIGITS_CUH, MSM_CU, FIXED_BASE_CU],
 };
 /// G1 `msm_accumulate_g1`, `msm_fix_round_g1`, `msm_fix_store_g1` (and
 /// `curve_madd_rate_g1`) with every field product and point operation inlined: the bucket accumulation is most of an MSM's time, and out-of-line

@@ -27,6 +27,22 @@ pub struct G1AffineRaw(pub [u64; 12]);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct G2AffineRaw(pub [u64; 24]);
 
+/// Raw bytes of one `G1Projective` (blst_p1, Jacobian): X, Y, Z, 6 limbs each.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct G1ProjectiveRaw(pub [u64; 18]);
+
+/// Raw bytes of one `G2Projective` (blst_p2, Jacobian over Fp2): X, Y, Z, 12 limbs each.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct G2ProjectiveRaw(pub [u64; 36]);
+
+impl Default for G2ProjectiveRaw {
+    fn default() -> Self {
+        G2ProjectiveRaw([0; 36])
+    }
+}
+
 // SAFETY: plain old data (arrays of u64) with no padding and no pointers; all-zero bytes are
 // a valid value (zero field elements, the affine point at infinity).
 unsafe impl DeviceRepr for FrRaw {}
@@ -40,6 +56,14 @@ unsafe impl ValidAsZeroBits for G1AffineRaw {}
 unsafe impl DeviceRepr for G2AffineRaw {}
 // SAFETY: as above.
 unsafe impl ValidAsZeroBits for G2AffineRaw {}
+// SAFETY: as above (all-zero bytes: Z = 0, the point at infinity).
+unsafe impl DeviceRepr for G1ProjectiveRaw {}
+// SAFETY: as above.
+unsafe impl ValidAsZeroBits for G1ProjectiveRaw {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for G2ProjectiveRaw {}
+// SAFETY: as above.
+unsafe impl ValidAsZeroBits for G2ProjectiveRaw {}
 
 const _: () = {
     use std::mem::{align_of, size_of};
@@ -50,7 +74,10 @@ const _: () = {
     assert!(align_of::<G1Affine>() == align_of::<G1AffineRaw>());
     assert!(size_of::<G2Affine>() == 192 && size_of::<G2AffineRaw>() == 192);
     assert!(align_of::<G2Affine>() == align_of::<G2AffineRaw>());
-    assert!(size_of::<G1Projective>() == 144 && size_of::<G2Projective>() == 288);
+    assert!(size_of::<G1Projective>() == 144 && size_of::<G1ProjectiveRaw>() == 144);
+    assert!(align_of::<G1Projective>() == align_of::<G1ProjectiveRaw>());
+    assert!(size_of::<G2Projective>() == 288 && size_of::<G2ProjectiveRaw>() == 288);
+    assert!(align_of::<G2Projective>() == align_of::<G2ProjectiveRaw>());
 };
 
 /// A host type whose bytes the kernels use as they are.
@@ -98,6 +125,21 @@ unsafe impl DeviceElem for G2Affine {
     type Raw = G2AffineRaw;
     fn filler() -> Self {
         <G2Affine as group::prime::PrimeCurveAffine>::identity()
+    }
+}
+// SAFETY: repr(transparent) over blst_p1 = [u64; 18], asserted above; the kernels write
+// reduced coordinates, and Z = 0 is blst's point at infinity.
+unsafe impl DeviceElem for G1Projective {
+    type Raw = G1ProjectiveRaw;
+    fn filler() -> Self {
+        <G1Projective as group::Group>::identity()
+    }
+}
+// SAFETY: repr(transparent) over blst_p2 = [u64; 36], asserted above; as for G1.
+unsafe impl DeviceElem for G2Projective {
+    type Raw = G2ProjectiveRaw;
+    fn filler() -> Self {
+        <G2Projective as group::Group>::identity()
     }
 }
 // SAFETY: identical type.

@@ -10,6 +10,7 @@
 //! | [`layout`] | device layouts of blstrs types (`Scalar`, `G1Affine`, `G2Affine`) with size assertions |
 //! | [`ntt`] | forward / inverse / coset Fr NTT with bellperson's conventions, element-wise Fr ops |
 //! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
+//! | [`fixed_base`] | one fixed point times many scalars, by window tables (parameter generation) |
 //! | [`probe`] | raw throughput probes (field products, point additions per second) |
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
 //! | [`staging`] | [`Staging`]: page-locked buffers that large uploads pass through |
@@ -30,6 +31,7 @@ pub mod compile;
 pub mod device;
 pub mod error;
 pub mod field;
+pub mod fixed_base;
 pub mod knobs;
 pub mod layout;
 pub mod msm;

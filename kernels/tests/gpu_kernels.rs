@@ -1456,3 +1456,78 @@ fn bounced_copies_match_the_host() {
     assert_eq!(dev.download(&on_side).unwrap(), a);
     assert_eq!(side.download(&on_side).unwrap(), a);
 }
+
+/// Window tables of `base` for `c`-bit windows, as `FixedBaseTable` states its invariant,
+/// built naively: `d 2^(c k) base` for every window k and digit d in 1..=2^(c-1).
+fn fixed_base_tables<G>(base: G, c: u32) -> (Vec<G::AffineRepr>, usize)
+where
+    G: Group + Curve,
+    G::AffineRepr: Clone,
+{
+    let windows = 256usize.div_ceil(c as usize);
+    let half = 1usize << (c - 1);
+    let mut proj = Vec::with_capacity(windows * half);
+    let mut start = base;
+    for _ in 0..windows {
+        let mut acc = start;
+        for _ in 0..half {
+            proj.push(acc);
+            acc += start;
+        }
+        for _ in 0..c {
+            start = start.double();
+        }
+    }
+    let mut affine = vec![base.to_affine(); proj.len()];
+    G::batch_normalize(&proj, &mut affine);
+    (affine, windows)
+}
+
+/// Fixed-base products (parameter generation) equal blstrs' scalar multiplication, for
+/// scalars at every digit edge (zero, one, r - 1, each power of two, its predecessor and its
+/// negation: every window at its extremes and carries across windows) and random ones, at
+/// several window widths; tables of the wrong shape are refused.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn fixed_base_products_equal_blstrs_scalar_multiplication() {
+    use cuzk_kernels::fixed_base::FixedBaseTable;
+    use cuzk_kernels::{G1, G2};
+    let dev = device();
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let mut s = vec![Scalar::ZERO, Scalar::ONE, minus_one()];
+    let mut p = Scalar::ONE;
+    for _ in 0..255 {
+        s.extend([p, p - Scalar::ONE, -p]);
+        p = p.double();
+    }
+    s.extend((0..5000).map(|_| Scalar::random(&mut rng)));
+    for c in [3u32, 7, 13, 16] {
+        let g1 = G1Projective::random(&mut rng);
+        let (t, w) = fixed_base_tables(g1, c);
+        let table = FixedBaseTable::<G1>::upload(&dev, &t, c, w).expect("uploads");
+        let got = table.mul(&dev, &s).expect("G1 products");
+        assert_eq!(got.len(), s.len());
+        for (x, p) in s.iter().zip(&got) {
+            assert_eq!(*p, g1 * x, "G1, c = {c}, scalar {x:?}");
+        }
+    }
+    for c in [5u32, 12] {
+        let g2 = G2Projective::random(&mut rng);
+        let (t, w) = fixed_base_tables(g2, c);
+        let table = FixedBaseTable::<G2>::upload(&dev, &t, c, w).expect("uploads");
+        let got = table.mul(&dev, &s).expect("G2 products");
+        for (x, p) in s.iter().zip(&got) {
+            assert_eq!(*p, g2 * x, "G2, c = {c}");
+        }
+    }
+    let wrong_length = FixedBaseTable::<G1>::upload(&dev, &[G1Affine::generator()], 16, 16);
+    assert!(matches!(
+        wrong_length.err(),
+        Some(cuzk_kernels::Error::Length { .. })
+    ));
+    let too_wide = FixedBaseTable::<G1>::upload(&dev, &[G1Affine::generator()], 17, 16);
+    assert!(matches!(
+        too_wide.err(),
+        Some(cuzk_kernels::Error::Unsupported { .. })
+    ));
+}

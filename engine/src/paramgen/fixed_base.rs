@@ -58,6 +58,21 @@ where
         FixedBase { c, windows, table }
     }
 
+    /// The window width c, in bits.
+    pub fn window_bits(&self) -> u32 {
+        self.c
+    }
+
+    /// The number of windows (`windows c >= 256`).
+    pub fn windows(&self) -> usize {
+        self.windows
+    }
+
+    /// The tables, laid out as the type's invariant states.
+    pub fn points(&self) -> &[<G as PrimeCurve>::Affine] {
+        &self.table
+    }
+
     /// `s P`.
     pub fn mul(&self, s: &Scalar) -> G {
         let half = 1i64 << (self.c - 1);

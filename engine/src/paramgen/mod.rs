@@ -16,6 +16,7 @@
 
 pub mod assembly;
 pub mod fixed_base;
+pub mod products;
 pub mod streaming;
 
 use std::sync::Arc;

@@ -32,8 +32,10 @@ use rayon::prelude::*;
 use tracing::info_span;
 
 use super::fixed_base::FixedBase;
+use super::products::{OnDevice, Products, ProductsOn};
 use super::ParamGenerator;
 use crate::cpu::ntt::{powers, Domain, Twiddles};
+use cuzk_kernels::layout::DeviceElem;
 
 /// Scalars multiplied and written per chunk (96 MiB of G1 points; small in unit tests, so
 /// that they cross chunk boundaries).
@@ -266,6 +268,7 @@ pub fn write_random_parameters(
     circuit: &dyn BlankCircuit,
     rng: &mut dyn RngCore,
     out: &mut dyn Write,
+    on: &ProductsOn,
     progress: &mut dyn FnMut(Phase),
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
     let (g1, g2, [alpha, beta, gamma, delta, tau]) = super::random_draws(rng);
@@ -334,6 +337,9 @@ pub fn write_random_parameters(
             FixedBase::new(g2, vars),
         )
     });
+    let (g1_products, g2_products) = info_span!("upload_tables").in_scope(|| {
+        Ok::<_, SynthesisError>((Products::new(on, &g1_table)?, Products::new(on, &g2_table)?))
+    })?;
     let ic_scalars: Vec<Scalar> = inputs.iter().map(|e| e[2]).collect();
     let (g1a, g2a) = (g1.to_affine(), g2.to_affine());
     let vk = VerifyingKey::<Bls12> {
@@ -343,7 +349,7 @@ pub fn write_random_parameters(
         gamma_g2: (g2a * gamma).to_affine(),
         delta_g1: (g1a * delta).to_affine(),
         delta_g2: (g2a * delta).to_affine(),
-        ic: g1_table.mul_all(&ic_scalars),
+        ic: g1_products.mul_all(&ic_scalars)?,
     };
     progress(Phase::Query {
         name: "ic",
@@ -354,7 +360,7 @@ pub fn write_random_parameters(
     // H: g1 (tau^i t(tau) / delta) for i < m - 1, with t(tau) = tau^m - 1
     let coeff = (tau.pow_vartime([m as u64]) - Scalar::ONE) * delta_inv;
     let h_len = m - 1;
-    write_query(out, "h", h_len, &g1_table, progress, |range| {
+    write_query(out, "h", h_len, &g1_products, progress, |range| {
         let mut s = vec![Scalar::ZERO; range.len()];
         s.par_chunks_mut(1 << 12).enumerate().for_each(|(k, part)| {
             let first = range.start + (k << 12);
@@ -367,18 +373,18 @@ pub fn write_random_parameters(
         s
     })?;
     // L: aux ext
-    write_query(out, "l", aux.len(), &g1_table, progress, |r| {
+    write_query(out, "l", aux.len(), &g1_products, progress, |r| {
         aux[r].iter().map(|e| e[2]).collect()
     })?;
     // A and B: inputs then aux, points at infinity (zero scalars) dropped
     for (name, k) in [("a", 0usize), ("b_g1", 1)] {
         let nonzero = nonzero_scalars(&inputs, &aux, k);
-        write_query(out, name, nonzero.len(), &g1_table, progress, |r| {
+        write_query(out, name, nonzero.len(), &g1_products, progress, |r| {
             nonzero[r].to_vec()
         })?;
     }
     let nonzero = nonzero_scalars(&inputs, &aux, 1);
-    write_query(out, "b_g2", nonzero.len(), &g2_table, progress, |r| {
+    write_query(out, "b_g2", nonzero.len(), &g2_products, progress, |r| {
         nonzero[r].to_vec()
     })?;
     Ok(vk)
@@ -401,13 +407,13 @@ fn write_query<G>(
     out: &mut dyn Write,
     name: &'static str,
     len: usize,
-    table: &FixedBase<G>,
+    products: &Products<'_, G>,
     progress: &mut dyn FnMut(Phase),
     scalars: impl Fn(std::ops::Range<usize>) -> Vec<Scalar>,
 ) -> Result<(), SynthesisError>
 where
-    G: PrimeCurve<Scalar = Scalar> + Curve<AffineRepr = <G as PrimeCurve>::Affine>,
-    <G as PrimeCurve>::Affine: UncompressedEncoding + GroupEncoding,
+    G: OnDevice,
+    <G as PrimeCurve>::Affine: UncompressedEncoding + GroupEncoding + DeviceElem,
 {
     progress(Phase::Query { name, points: len });
     let _span = info_span!("query", name, points = len).entered();
@@ -416,7 +422,7 @@ where
     let mut start = 0;
     while start < len {
         let range = start..(start + CHUNK).min(len);
-        let points = table.mul_all(&scalars(range.clone()));
+        let points = products.mul_all(&scalars(range.clone()))?;
         let width = std::mem::size_of::<
             <<G as PrimeCurve>::Affine as UncompressedEncoding>::Uncompressed,
         >();
@@ -467,6 +473,7 @@ mod tests {
                 &shape,
                 &mut ChaCha8Rng::seed_from_u64(seed),
                 &mut got,
+                &ProductsOn::Cpu,
                 &mut |p| phases.push(p),
             )
             .expect("streams");
@@ -496,6 +503,7 @@ mod tests {
             &shape,
             &mut ChaCha8Rng::seed_from_u64(1),
             &mut Vec::new(),
+            &ProductsOn::Cpu,
             &mut |_| {},
         )
         .expect_err("x is in no constraint");
