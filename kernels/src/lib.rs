@@ -10,7 +10,6 @@
 //! | [`layout`] | device layouts of blstrs types (`Scalar`, `G1Affine`, `G2Affine`) with size assertions |
 //! | [`ntt`] | forward / inverse / coset Fr NTT with bellperson's conventions, element-wise Fr ops |
 //! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
-//! | [`probe`] | raw throughput probes (field products, point additions per second) |
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
 //! | [`staging`] | [`Staging`]: page-locked buffers that large uploads pass through |
 //! | [`bounce`] | page-locked bounce buffers for small copies, which never hold other threads back |
@@ -34,7 +33,6 @@ pub mod knobs;
 pub mod layout;
 pub mod msm;
 pub mod ntt;
-pub mod probe;
 pub mod profile;
 pub mod reference;
 pub mod staging;

@@ -1,9 +1,10 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick] [--max-log N] [--only rates|ntt|g1|g2|overlap|chunked]` on a GPU machine. Times are medians of several runs after
-//! a warm-up, each run ending with a device synchronisation. MSM times are with bases and
-//! scalars already on the device; the "+ H2D" column adds uploading scalars from the host;
+//! Usage: `kernels_bench [--quick] [--max-log N] [--only ntt|g1|g2|overlap|chunked]` on a GPU
+//! machine. Times are medians of several runs after a warm-up, each run ending with a device
+//! synchronisation. MSM times are with bases and scalars already on the device; the "+ H2D"
+//! column adds uploading scalars from the host;
 //! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
 //! one, 15% below 2^32, 10% full width: `testdata::filecoin_scalars`).
 //! Points: 2^22 distinct random G1 points (2^20 for G2), repeated to fill larger sizes. G1
@@ -23,7 +24,7 @@ use cuzk_kernels::{
 type BenchResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
 /// The values `--only` takes: one table (or one of the extra measurements) instead of all.
-const ONLY: &[&str] = &["rates", "ntt", "g1", "g2", "overlap", "chunked"];
+const ONLY: &[&str] = &["ntt", "g1", "g2", "overlap", "chunked"];
 
 /// `n` G1 bases on the device: min(n, 2^22) distinct random points, repeated (tiled on the
 /// device from one upload of the distinct points).
@@ -136,68 +137,6 @@ fn run() -> BenchResult {
     );
     let runs = if quick { 3 } else { 5 };
 
-    if want("rates") {
-        let (fr, fp) = cuzk_kernels::probe::field_mul_rates(&dev)?;
-        println!("\n## Raw rates (sppark on an H200: Fp mul 2.68e10/s, Fr mul 5.9e10/s, G1 madd 2.59e9/s, G2 add 8.2e8/s)");
-        println!("Fr mul {fr:.3e}/s, Fp mul {fp:.3e}/s (inline products)");
-        let (sq_mul, sq_ded) = cuzk_kernels::probe::sqr_rates(&dev)?;
-        println!(
-            "Fp squares: {sq_mul:.3e}/s as products, {sq_ded:.3e}/s dedicated ({:.2}x)",
-            sq_ded / sq_mul
-        );
-        let g1 = dev.upload_g1_bases(&g1_points(5, 1024))?;
-        let g2 = dev.upload_g2_bases(&g2_points(6, 1024))?;
-        let r1 = cuzk_kernels::probe::madd_rate(&dev, &g1)?;
-        let r2 = cuzk_kernels::probe::madd_rate(&dev, &g2)?;
-        println!("G1 madd {r1:.3e}/s, G2 madd {r2:.3e}/s (inlined, as in msm_accumulate)");
-        let o1 = cuzk_kernels::probe::madd_rate_out_of_line(&dev, &g1)?;
-        let o2 = cuzk_kernels::probe::madd_rate_out_of_line(&dev, &g2)?;
-        println!("G1 madd {o1:.3e}/s, G2 madd {o2:.3e}/s (out-of-line field products)");
-        let p = cuzk_kernels::probe::pipe_rates(&dev)?;
-        println!(
-            "IMAD.WIDE {:.3e}/s alone, DFMA {:.3e}/s alone; interleaved: {:.3e}/s each (both pipes at once if near the lone rates)",
-            p.imad_wide, p.dfma, p.mixed
-        );
-        use cuzk_kernels::probe::{affine_batch_rate, AffineBatch};
-        let kinds = [
-            AffineBatch::B64,
-            AffineBatch::B256,
-            AffineBatch::B1024,
-            AffineBatch::B1024FourBlocks,
-        ];
-        let label = |kind: AffineBatch, r: f64| {
-            let four = if kind == AffineBatch::B1024FourBlocks {
-                ", 4 blocks an SM"
-            } else {
-                ""
-            };
-            format!("{r:.3e}/s with {} a thread{four}", kind.per_thread())
-        };
-        let mut ab1 = Vec::new();
-        let mut ab2 = Vec::new();
-        for kind in kinds {
-            ab1.push(label(kind, affine_batch_rate(&dev, &g1, kind)?));
-            ab2.push(label(kind, affine_batch_rate(&dev, &g2, kind)?));
-        }
-        println!(
-            "G1 batch-affine additions (one inversion a thread's batch): {}",
-            ab1.join(", ")
-        );
-        println!(
-            "G2 batch-affine additions (one inversion a thread's batch): {}",
-            ab2.join(", ")
-        );
-        let f = cuzk_kernels::probe::f64_rates(&dev)?;
-        println!(
-            "FP64-pipe products: Fr by a constant {:.3e}/s (integer {fr:.3e}/s, {:.2}x), Fp with changing operands {:.3e}/s (integer {:.3e}/s, {:.2}x)",
-            f.fr_f64, f.fr_f64 / fr, f.fp_f64, f.fp_int, f.fp_f64 / f.fp_int
-        );
-        println!(
-            "Fp, every other warp on the FP64 pipe: {:.3e}/s ({:.2}x the integer products alone)",
-            f.fp_split,
-            f.fp_split / f.fp_int
-        );
-    }
     if want("ntt") {
         bench_ntt(&dev, quick, runs)?;
     }
