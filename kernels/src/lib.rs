@@ -14,7 +14,7 @@
 //! | [`staging`] | [`Staging`]: page-locked buffers that large uploads pass through |
 //! | [`bounce`] | page-locked bounce buffers for small copies, which never hold other threads back |
 //! | [`reference`](mod@reference) | CPU references (NTT as bellperson computes it) |
-//! | [`testdata`] | seeded random scalars and points made quickly, CPU MSM for comparison |
+//! | `testdata` | test support, with the `testdata` feature: seeded random scalars and points, CPU MSM for comparison |
 //! | [`error`] | [`Error`] and [`Result`] |
 //!
 //! Memory layouts are blst's: buffers of blstrs values upload without conversion.
@@ -36,6 +36,7 @@ pub mod ntt;
 pub mod profile;
 pub mod reference;
 pub mod staging;
+#[cfg(feature = "testdata")]
 pub mod testdata;
 
 pub use compact::DeviceBitmap;
