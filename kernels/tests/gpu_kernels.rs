@@ -206,48 +206,11 @@ fn ntt_matches_bellperson_at_every_size_up_to_2_22() {
     }
 }
 
-/// The default options with 2^`cols_log` columns a block in each pass.
-fn columns(cols_log: u32) -> NttOptions {
-    NttOptions {
-        cols_log,
-        ..NttOptions::from_env()
-    }
-}
-
-#[test]
-#[ignore = "needs a CUDA device"]
-fn ntt_matches_bellperson_with_every_column_count() {
-    // log2 of the columns one block of a pass takes (the default is covered above); the pass
-    // plan changes at 2^10 (two passes) and 2^19 (three passes)
-    let dev = device();
-    let seed = seed();
-    println!("seed {seed}");
-    for cols in 0..=2u32 {
-        for log_n in (1..=12u32).chain([16, 18, 19, 20]) {
-            let n = 1usize << log_n;
-            let input = scalars(seed + 100 + log_n as u64, n);
-            for kind in [NttKind::Forward, NttKind::CosetInverse] {
-                let mut buf = dev.upload(&input).unwrap();
-                dev.ntt_with_options(&mut buf, kind, columns(cols)).unwrap();
-                let got = dev.download(&buf).unwrap();
-                let mut want = input.clone();
-                reference::ntt(&mut want, kind);
-                if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
-                    panic!("{kind:?} 2^{log_n} with 2^{cols} columns differs first at {i} (seed {seed})");
-                }
-            }
-        }
-    }
-    let mut buf = dev.upload(&scalars(seed, 16)).unwrap();
-    assert!(dev
-        .ntt_with_options(&mut buf, NttKind::Forward, columns(3))
-        .is_err());
-}
-
 /// Every combination of the NTT's options (the top twiddle table, the bit reversal fused
-/// into a pass) gives bellperson's transforms: each kind at sizes with one, two and three
-/// passes (from 2^19 the last pass reads the top table when it is on), with 1 and 2 columns a
-/// block; and the H polynomial gives the same kappa * h' either way.
+/// into a pass: what a transform does without the memory for them) gives bellperson's
+/// transforms: each kind at sizes with one, two and three passes (from 2^19 the last pass
+/// reads the top table when it is on); and the H polynomial gives the same kappa * h' either
+/// way.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn ntt_options_give_the_same_transforms() {
@@ -270,25 +233,23 @@ fn ntt_options_give_the_same_transforms() {
             reference::ntt(&mut want, kind);
             for top_table in [false, true] {
                 for fused_reversal in [false, true] {
-                    for cols_log in [0, 1] {
-                        let opts = NttOptions {
-                            cols_log,
-                            top_table,
-                            fused_reversal,
-                            negacyclic_h: true,
-                        };
-                        let mut buf = dev.upload(&input).unwrap();
-                        dev.ntt_with_options(&mut buf, kind, opts).unwrap();
-                        let got = dev.download(&buf).unwrap();
-                        if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
-                            panic!("{kind:?} 2^{log_n} with {opts:?} differs first at {i} (seed {seed})");
-                        }
+                    let opts = NttOptions {
+                        top_table,
+                        fused_reversal,
+                    };
+                    let mut buf = dev.upload(&input).unwrap();
+                    dev.ntt_with_options(&mut buf, kind, opts).unwrap();
+                    let got = dev.download(&buf).unwrap();
+                    if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+                        panic!(
+                            "{kind:?} 2^{log_n} with {opts:?} differs first at {i} (seed {seed})"
+                        );
                     }
                 }
             }
         }
     }
-    // H with c = a b (a satisfied assignment), so that negacyclic_h takes six transforms
+    // H with c = a b (a satisfied assignment: six transforms)
     for log_n in [10u32, 19, 20] {
         let n = 1usize << log_n;
         let mut abc: Vec<Vec<Scalar>> = (0..2)
@@ -296,21 +257,12 @@ fn ntt_options_give_the_same_transforms() {
             .collect();
         abc.push(abc[0].iter().zip(&abc[1]).map(|(x, y)| x * y).collect());
         let mut results = Vec::new();
-        for (top_table, fused_reversal, negacyclic_h) in [
-            (false, false, false),
-            (true, false, false),
-            (false, true, false),
-            (true, true, false),
-            (false, false, true),
-            (true, false, true),
-            (false, true, true),
-            (true, true, true),
-        ] {
+        for (top_table, fused_reversal) in
+            [(false, false), (true, false), (false, true), (true, true)]
+        {
             let opts = NttOptions {
-                cols_log: 0,
                 top_table,
                 fused_reversal,
-                negacyclic_h,
             };
             let [mut a, mut b, mut c] = [0, 1, 2].map(|k| dev.upload(&abc[k]).unwrap());
             let kappa = dev
@@ -339,23 +291,12 @@ fn ntt_options_give_the_same_transforms() {
         let mut want = input.clone();
         reference::ntt(&mut want, kind);
         let mut buf = side.upload(&input).unwrap();
-        side.ntt_with_options(&mut buf, kind, NttOptions::from_env())
-            .unwrap();
+        side.ntt(&mut buf, kind).unwrap();
         assert!(
             side.download(&buf).unwrap() == want,
             "{kind:?} 2^20 on a side stream (seed {seed})"
         );
     }
-    let mut buf = dev.upload(&scalars(seed, 1 << 12)).unwrap();
-    let bad = NttOptions {
-        cols_log: 3,
-        top_table: true,
-        fused_reversal: true,
-        negacyclic_h: true,
-    };
-    assert!(dev
-        .ntt_with_options(&mut buf, NttKind::Forward, bad)
-        .is_err());
 }
 
 #[test]
@@ -451,9 +392,8 @@ fn fused_h_transforms_match_the_plain_ones() {
 /// (`h_polynomial_scaled`): kappa times its output equals the plain device sequence
 /// (evaluations_to_coset, a*b - c, the inverse coset transform scaled by 1/Z) at every size
 /// 2^1 .. 2^22 (one, two and three passes; from 2^19 the last pass's twiddles are computed,
-/// not tabled) and 2^24, with 1, 2 and 4 columns a block at a few sizes, and bellperson's
-/// steps on the host up to 2^14; both for random a, b, c (seven transforms) and for c = a b
-/// (a satisfied assignment: six transforms, `NttOptions::negacyclic_h`), which
+/// not tabled) and 2^24, and bellperson's steps on the host up to 2^14; both for random a, b,
+/// c (seven transforms) and for c = a b (a satisfied assignment: six transforms), which
 /// `satisfies_products` tells apart.
 #[test]
 #[ignore = "needs a CUDA device"]
@@ -472,11 +412,6 @@ fn h_polynomial_scaled_matches_the_plain_steps() {
         abc[2][n / 2] = Scalar::ONE;
         let product: Vec<Scalar> = abc[0].iter().zip(&abc[1]).map(|(x, y)| x * y).collect();
         let z = cuzk_kernels::coset_z_inverse(log_n);
-        let cols: &[u32] = if [1, 2, 9, 10, 18, 19, 20].contains(&log_n) {
-            &[0, 1, 2]
-        } else {
-            &[0]
-        };
         for (satisfied, c_in) in [(false, &abc[2]), (true, &product)] {
             // the plain steps on the device
             let [mut pa, mut pb] = [0, 1].map(|k| dev.upload(&abc[k]).unwrap());
@@ -492,16 +427,12 @@ fn h_polynomial_scaled_matches_the_plain_steps() {
             dev.fr_mul_sub_assign(&mut pa, &pb, &pc).unwrap();
             dev.ntt_scaled(&mut pa, NttKind::CosetInverse, z).unwrap();
             let want = dev.download(&pa).unwrap();
-            for &c in cols {
-                let [mut a, mut b] = [0, 1].map(|k| dev.upload(&abc[k]).unwrap());
-                let mut cc = dev.upload(c_in).unwrap();
-                let kappa = dev
-                    .h_polynomial_scaled_with_options(&mut a, &mut b, &mut cc, columns(c))
-                    .unwrap();
-                let got = dev.download(&a).unwrap();
-                if let Some(i) = (0..n).find(|&i| got[i] * kappa != want[i]) {
-                    panic!("h_polynomial_scaled 2^{log_n}, 2^{c} columns, c = a b {satisfied}, differs first at {i} (seed {seed})");
-                }
+            let [mut a, mut b] = [0, 1].map(|k| dev.upload(&abc[k]).unwrap());
+            let mut cc = dev.upload(c_in).unwrap();
+            let kappa = dev.h_polynomial_scaled(&mut a, &mut b, &mut cc).unwrap();
+            let got = dev.download(&a).unwrap();
+            if let Some(i) = (0..n).find(|&i| got[i] * kappa != want[i]) {
+                panic!("h_polynomial_scaled 2^{log_n}, c = a b {satisfied}, differs first at {i} (seed {seed})");
             }
             if log_n <= 14 {
                 let mut t = [abc[0].clone(), abc[1].clone(), c_in.clone()];
@@ -528,10 +459,6 @@ fn h_polynomial_scaled_matches_the_plain_steps() {
     let mut b = dev.upload(&scalars(seed, 1024)).unwrap();
     let mut c = dev.upload(&scalars(seed, 512)).unwrap();
     assert!(dev.h_polynomial_scaled(&mut a, &mut b, &mut c).is_err());
-    let mut c = dev.upload(&scalars(seed, 1024)).unwrap();
-    assert!(dev
-        .h_polynomial_scaled_with_options(&mut a, &mut b, &mut c, columns(3))
-        .is_err());
     // f scales c in a*b - c f
     let n = 4099;
     let (x, y, w) = (scalars(seed, n), scalars(seed + 1, n), scalars(seed + 2, n));
