@@ -42,12 +42,12 @@ typedef Fp2 PF;
 typedef Affine<PF> PAffine;
 typedef Xyzz<PF> PXyzz;
 
-// Whole-lane accumulations (G1, and G2's one-lane form) load each point when they add it; G2 on
-// lane pairs (msm_pair.cu) loads the next point into registers before adding the current one.
+// The whole-lane accumulation (G1's) loads each point when it adds it; G2's, on lane pairs
+// (msm_pair.cu), loads the next point into registers before adding the current one.
 // In G1 that prefetch took the kernel to 218 registers (two blocks of 128 an SM); without it
 // ptxas needs 168, three blocks an SM, and the 2^23..2^26 random G1 MSMs were 0.7-1.3% faster
 // on an H200 (alternated in one run; prefetch hints into L1 or L2 instead of
-// registers gained nothing). A whole G2 point does not fit in the one-lane G2 accumulation's
+// registers gained nothing). A whole G2 point did not fit in a one-lane G2 accumulation's
 // registers either (ptxas spills).
 
 // Lane views: how a kernel's threads map to its work items (runs, piece slots, segments) and
@@ -503,6 +503,9 @@ DEVI void accumulate_runs(const PAffine* __restrict__ bases, const u32* __restri
     else lane.store(buckets + b, acc);
 }
 
+// G2 accumulates and sums its pieces on lane pairs only (msm_pair.cu: 2^24 accumulation
+// 307.4-310.1 ms on one lane, 295.3-297.1 on pairs, on an H200): the one-lane kernels are G1's.
+#ifndef MSM_G2
 extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
                                                     const u32* __restrict__ offsets, u32 nbuckets,
                                                     const u32* __restrict__ run_first, u32 nruns, u32 entries,
@@ -511,6 +514,7 @@ extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ 
     accumulate_runs<WholeLanes>(bases, sorted, offsets, nbuckets, run_first, nruns, entries, k, buckets, partial,
                                 into);
 }
+#endif
 
 // The bucket split at run boundary q (between runs q - 1 and q), if any: the bucket of
 // run q's first entry, when it began before that entry. Sets [first, end) to its pieces'
@@ -547,11 +551,13 @@ DEVI void fix_round_slot(PXyzz* __restrict__ partial, const u32* __restrict__ of
     lane.store(partial + p, acc);
 }
 
+#ifndef MSM_G2
 extern "C" __global__ void MSM_NAME(msm_fix_round)(PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
                                                    const u32* __restrict__ run_first, u32 nruns, u32 k,
                                                    u32 stride) {
     fix_round_slot<WholeLanes>(partial, offsets, run_first, nruns, k, stride);
 }
+#endif
 
 // One thread per run boundary: a split bucket takes its first slot (the sum after the
 // rounds), written by the boundary just after the bucket's first run.

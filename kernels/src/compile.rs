@@ -112,10 +112,11 @@ pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
     ],
     sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
 };
-/// G2 `msm_accumulate_g2`, `msm_fix_round_g2`, `msm_fix_store_g2`, the lane-pair forms
-/// `msm_accumulate_pair_g2`, `msm_fix_round_pair_g2` and `msm_segments_pair_g2` (`fp2_pair.cuh`,
-/// `msm_pair.cu`; their point formulas' Y3 = a b - c d is one `mul_sum4` a lane: G2 2^24
-/// accumulation 307.4-310.1 -> 295.3-297.1 ms on an H200), everything inlined as in [`MSM_G1_ACCUMULATE`] (ptxas: 256-byte stack with some spills,
+/// G2 `msm_fix_store_g2` and the lane-pair kernels `msm_accumulate_pair_g2`,
+/// `msm_fix_round_pair_g2` and `msm_segments_pair_g2` (`fp2_pair.cuh`, `msm_pair.cu`; their
+/// point formulas' Y3 = a b - c d is one `mul_sum4` a lane: G2 2^24 accumulation 307.4-310.1
+/// ms on one lane -> 295.3-297.1 ms on pairs on an H200, so G2 has no one-lane accumulation),
+/// everything inlined as in [`MSM_G1_ACCUMULATE`] (ptxas: 256-byte stack with some spills,
 /// against a 1760-byte stack out of line).
 pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
     name: "msm_g2_accumulate",
@@ -134,9 +135,10 @@ pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
 pub const KERNEL_STACK_BYTES: usize = 4096;
 
 /// Every kernel module of the crate, the slowest to compile first (on 2 cores: the inlined
-/// G2 accumulation with its lane-pair kernels 180-260 s (72-90 s without them), G2
-/// 50-60 s, the inlined G1 accumulation 12-15 s, the others a few seconds), so that
-/// [`map_modules`] never starts a slow one last.
+/// G2 accumulation, once 180-260 s with both its one-lane and its lane-pair kernels, now
+/// pairs only; G2 50-60 s; the inlined G1 accumulation 12-15 s; the others a few seconds:
+/// every module in 91 s on two workers), so that [`map_modules`] never starts a slow one
+/// last.
 pub const MODULES: &[KernelModule] = &[
     MSM_G2_ACCUMULATE,
     MSM_G2,

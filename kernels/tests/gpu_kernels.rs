@@ -916,8 +916,8 @@ fn msm_chunked_matches_blstrs() {
     println!("chunked MSMs ok");
 }
 
-/// One chunk of 2^27 points, as `CUZK_MSM_CHUNK_LOG=27` runs a 32 GiB partition's H and L
-/// MSMs, gives the sum that chunks of 2^26 and of 3 * 2^24 give (the chunked path is tied to
+/// One chunk of 2^27 points (`msm_chunked` with a chunk above `MAX_CHUNK`: a 32 GiB
+/// partition's H and L MSMs in one chunk), gives the sum that chunks of 2^26 and of 3 * 2^24 give (the chunked path is tied to
 /// blstrs by `msm_chunked_matches_blstrs`; blstrs itself takes minutes at this size): random
 /// and Filecoin-shaped scalars over 2^27 G1 points (2^16 distinct random points, tiled).
 /// Needs about 20 GiB of device memory.
