@@ -569,15 +569,13 @@ pub fn prove_msms(
 
         // B in G1 and in G2 on the device have the same scalars: sorted into bucket lists once
         // (when they fit one MSM chunk, as every Filecoin circuit's do), in B G1's phase.
-        // CUZK_MSM_SORT_ONCE=0 sorts them for each MSM, to compare the two on a device.
-        let sort_once = sort_once();
         let b_sorted = phase(
             dev,
             partition,
             "msm_b_g1",
             &mut t.msm_b_g1,
             || match &b_scalars {
-                Some(s) if sort_once && host.is_none() && lens.b_g1 <= MAX_CHUNK => {
+                Some(s) if host.is_none() && lens.b_g1 <= MAX_CHUNK => {
                     dev.msm_sort(s, 0..lens.b_g1).map(Some)
                 }
                 _ => Ok(None),
@@ -689,13 +687,6 @@ fn release<T: Send + 'static>(v: T, bytes: usize) {
 /// ([`cuzk_kernels::profile`]), labelled `query <name>`.
 fn query_steps(name: &'static str) -> Steps {
     Steps::new(msm_profile(), || format!("query {name}"))
-}
-
-/// `CUZK_MSM_SORT_ONCE`: on unless `0` (read once; for measurements: both ways give the
-/// same proof).
-fn sort_once() -> bool {
-    static ONCE: cuzk_kernels::knobs::Knob<bool> = cuzk_kernels::knobs::Knob::new();
-    ONCE.switch("CUZK_MSM_SORT_ONCE")
 }
 
 #[cfg(test)]
