@@ -13,6 +13,7 @@
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
 //! | [`staging`] | [`Staging`]: page-locked buffers that large uploads pass through |
 //! | [`bounce`] | page-locked bounce buffers for small copies, which never hold other threads back |
+//! | [`profile`] | [`StepTiming`]: each step of the MSMs or transforms timed apart, for measurements |
 //! | [`reference`](mod@reference) | CPU references (NTT as bellperson computes it) |
 //! | `testdata` | test support, with the `testdata` feature: seeded random scalars and points, CPU MSM for comparison |
 //! | [`error`] | [`Error`] and [`Result`] |
@@ -29,7 +30,6 @@ pub mod compile;
 pub mod device;
 pub mod error;
 pub mod field;
-pub mod knobs;
 pub mod layout;
 pub mod msm;
 pub mod ntt;
@@ -44,4 +44,5 @@ pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
 pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, MsmCurve, SortedScalars, G1, G2};
 pub use ntt::{coset_z_inverse, NttKind, NttOptions};
+pub use profile::StepTiming;
 pub use staging::Staging;

@@ -31,7 +31,7 @@ use crate::compile::{KernelModule, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACC
 use crate::device::{check_len, DeviceBuffer, GpuDevice, PciId};
 use crate::error::{Error, Result};
 use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
-use crate::profile::{msm_profile, Steps};
+use crate::profile::Steps;
 
 /// Largest number of points one pipeline run handles; larger inputs are chunked. Measured
 /// on an H200 (CHANGELOG.md): one 2^27 chunk saves the second chunk's window and piece
@@ -395,10 +395,10 @@ impl std::fmt::Debug for SortedScalars {
     }
 }
 
-/// `CUZK_MSM_PROFILE`: the time of each step of a chunk ([`crate::profile`]), labelled
-/// `msm <what> n=<points>`.
-fn marks(what: &'static str, n: usize) -> Steps {
-    Steps::new(msm_profile(), || format!("msm {what} n={n}"))
+/// With the device's MSM step timing ([`crate::profile`]), the time of each step of a
+/// chunk, labelled `msm <what> n=<points>`.
+fn marks(dev: &GpuDevice, what: &'static str, n: usize) -> Steps {
+    Steps::new(dev.step_timing().msm, || format!("msm {what} n={n}"))
 }
 
 /// Threads an item of a step takes: two on lane pairs (`fp2_pair.cuh`), else one.
@@ -598,7 +598,7 @@ impl GpuDevice {
             let end = (start + chunk).min(range.len());
             let b = buf.view(range.start + start..range.start + end);
             let s = scalars.view(from + start..from + end);
-            let mut marks = marks(C::NAME, s.len());
+            let mut marks = marks(self, C::NAME, s.len());
             if let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? {
                 let into = match carried.take() {
                     Some(held) if held.takes(&lists) => Some(held),
@@ -613,7 +613,7 @@ impl GpuDevice {
             start = end;
         }
         if let Some(held) = carried {
-            let mut marks = marks(C::NAME, range.len());
+            let mut marks = marks(self, C::NAME, range.len());
             acc += self.window_sums::<C>(held, &mut marks)?;
         }
         Ok(acc)
@@ -643,7 +643,7 @@ impl GpuDevice {
                 lists: None,
             });
         }
-        let mut marks = marks("sort", len);
+        let mut marks = marks(self, "sort", len);
         let lists = self.bucket_lists::<G1>(scalars.view(range), &mut marks)?;
         Ok(SortedScalars { pci, len, lists })
     }
@@ -672,7 +672,7 @@ impl GpuDevice {
         }
         match (&sorted.lists, bases.buf.as_ref()) {
             (Some(lists), Some(buf)) => {
-                let mut marks = marks(C::NAME, range.len());
+                let mut marks = marks(self, C::NAME, range.len());
                 self.reduce_lists::<C>(buf.view(range), lists, &mut marks)
             }
             // no scalars, or every scalar zero (an empty range when there are no bases)

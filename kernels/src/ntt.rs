@@ -20,7 +20,7 @@ use crate::compile::NTT;
 use crate::device::{check_len, DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
 use crate::layout::{scalar_raw, FrRaw};
-use crate::profile::{ntt_profile, Steps};
+use crate::profile::Steps;
 
 /// Largest supported log2 size.
 pub const MAX_LOG_SIZE: u32 = 28;
@@ -750,7 +750,7 @@ impl GpuDevice {
             _ => 0,
         };
         // with the device's NTT step timing, the time of each kernel (crate::profile)
-        let mut steps = Steps::new(ntt_profile(), || format!("ntt 2^{log_n}"));
+        let mut steps = Steps::new(self.step_timing().ntt, || format!("ntt 2^{log_n}"));
         steps.mark(self, "start");
         let dif = order.dif();
         if dif {

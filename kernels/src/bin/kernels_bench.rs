@@ -1,8 +1,9 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick] [--max-log N] [--only ntt|g1|g2|overlap|chunked]` on a GPU
-//! machine. Times are medians of several runs after a warm-up, each run ending with a device
+//! Usage: `kernels_bench [--quick] [--max-log N] [--only ntt|g1|g2|overlap|chunked]
+//! [--profile msm|ntt|all]` on a GPU machine (`--profile` prints the time of each step of the
+//! MSMs, of the transforms' passes, or both, which slows them: `cuzk_kernels::profile`). Times are medians of several runs after a warm-up, each run ending with a device
 //! synchronisation. MSM times are with bases and scalars already on the device; the "+ H2D"
 //! column adds uploading scalars from the host;
 //! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
@@ -16,7 +17,8 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
 use cuzk_kernels::{
-    msm_scratch_bytes, Bases, DeviceBuffer, G1Bases, GpuDevice, MsmCurve, NttKind, G1, G2,
+    msm_scratch_bytes, Bases, DeviceBuffer, G1Bases, GpuDevice, MsmCurve, NttKind, StepTiming, G1,
+    G2,
 };
 
 /// What every bench step returns: a device error, or one of the arguments', ends the run with
@@ -127,7 +129,16 @@ fn run() -> BenchResult {
             _ => return Err("--max-log takes a number from 20 to 28".into()),
         },
     };
-    let dev = GpuDevice::open(0)?;
+    // --profile WHAT: step timing of the MSMs, the transforms or both
+    let timing = match args.iter().position(|a| a == "--profile") {
+        None => StepTiming::default(),
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|what| StepTiming::parse(what))
+            .ok_or("--profile takes msm, ntt or all")?,
+    };
+    let mut dev = GpuDevice::open(0)?;
+    dev.set_step_timing(timing);
     println!(
         "# cuzk-kernels bench on {} ({}, PCI {}, {} GiB)",
         dev.name(),
