@@ -113,8 +113,3 @@ impl PceStore {
         Ok(r)
     }
 }
-
-/// Whether the PCE is disabled by the environment (`CUZK_DISABLE_PCE=1`).
-pub fn disabled_by_env() -> bool {
-    std::env::var("CUZK_DISABLE_PCE").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
-}

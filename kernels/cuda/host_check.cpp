@@ -2,16 +2,12 @@
 // kernels/tests/field_algorithms_on_host.rs. Input lines: "<fp|fr> <a> <b>", each operand
 // the raw Montgomery limbs as one big-endian hex number; output: a+b, a-b, a*b, a^2 the same way,
 // and the word "mul2-mismatch" when the interleaved pair (mul2, compiled as in the modules that
-// define PAIRED_PRODUCTS) differs from the lone products, and "f64-mismatch" when the FP64-pipe
-// product (field_f64.cuh) differs from a*b, and "sqr-mismatch" when the dedicated square
+// define PAIRED_PRODUCTS) differs from the lone products, and "sqr-mismatch" when the dedicated square
 // (sqr_dedicated) differs from a*a, and "sum-mismatch" / "sum4-mismatch" when the sum of two
 // / four products with one reduction (mul_sum, mul_sum4, Fp) differs from the products, and
 // "pair-mismatch" when a lane-pair Fp2 product, square or sum of two products (fp2_pair.cuh)
 // differs from the Fp2 one, and "lazy-mismatch" when the lazy Fr
-// operations (fr_mul_lazy, fr_add_lazy, fr_sub_lazy on values in [0, 2r)) go wrong. Compile with -frounding-math (the FP64 products'
-// round-toward-zero FMA sets the rounding mode per call here).
-#include <cfenv>
-#include <cmath>
+// operations (fr_mul_lazy, fr_add_lazy, fr_sub_lazy on values in [0, 2r)) go wrong.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -24,29 +20,7 @@ static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
 }
 #define PAIRED_PRODUCTS
 #include "field.cuh"
-static inline double f64_fma_rz(double a, double b, double c) {
-    std::fesetround(FE_TOWARDZERO);
-    volatile double r = std::fma(a, b, c);
-    std::fesetround(FE_TONEAREST);
-    return r;
-}
-static inline double f64_fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
-static inline double f64_sub_rn(double a, double b) { return a - b; }
-static inline u64 f64_bits(double x) {
-    u64 u;
-    memcpy(&u, &x, 8);
-    return u;
-}
-static inline double f64_from_bits(u64 u) {
-    double x;
-    memcpy(&x, &u, 8);
-    return x;
-}
-#include "field_f64.cuh"
 #include "fp2_pair.cuh"
-
-static bool f64_agrees(const Fp& x, const Fp& y) { return mul_f64(x, y).eq(x * y); }
-static bool f64_agrees(const Fr& x, const Fr& y) { return mul_f64(x, fr_tw(y)).eq(x * y); }
 
 template <class C>
 static bool parse(const char* hex, Mont<C>& x) {
@@ -145,7 +119,6 @@ static void run(const char* a, const char* b) {
     Mont<C> p, s;
     mul2(p, s, x, y, x, x);
     if (!p.eq(x * y) || !s.eq(sqr(x))) printf(" mul2-mismatch");
-    if (!f64_agrees(x, y) || !f64_agrees(x, x)) printf(" f64-mismatch");
     if (!sqr_dedicated(x).eq(x * x) || !sqr_dedicated(y).eq(y * y)) printf(" sqr-mismatch");
     check_sum(x, y);
     check_pair(x, y);

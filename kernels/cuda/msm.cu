@@ -42,12 +42,12 @@ typedef Fp2 PF;
 typedef Affine<PF> PAffine;
 typedef Xyzz<PF> PXyzz;
 
-// Whole-lane accumulations (G1, and G2's one-lane form) load each point when they add it; G2 on
-// lane pairs (msm_pair.cu) loads the next point into registers before adding the current one.
+// The whole-lane accumulation (G1's) loads each point when it adds it; G2's, on lane pairs
+// (msm_pair.cu), loads the next point into registers before adding the current one.
 // In G1 that prefetch took the kernel to 218 registers (two blocks of 128 an SM); without it
 // ptxas needs 168, three blocks an SM, and the 2^23..2^26 random G1 MSMs were 0.7-1.3% faster
 // on an H200 (alternated in one run; prefetch hints into L1 or L2 instead of
-// registers gained nothing). A whole G2 point does not fit in the one-lane G2 accumulation's
+// registers gained nothing). A whole G2 point did not fit in a one-lane G2 accumulation's
 // registers either (ptxas spills).
 
 // Lane views: how a kernel's threads map to its work items (runs, piece slots, segments) and
@@ -503,6 +503,9 @@ DEVI void accumulate_runs(const PAffine* __restrict__ bases, const u32* __restri
     else lane.store(buckets + b, acc);
 }
 
+// G2 accumulates and sums its pieces on lane pairs only (msm_pair.cu: 2^24 accumulation
+// 307.4-310.1 ms on one lane, 295.3-297.1 on pairs, on an H200): the one-lane kernels are G1's.
+#ifndef MSM_G2
 extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ bases, const u32* __restrict__ sorted,
                                                     const u32* __restrict__ offsets, u32 nbuckets,
                                                     const u32* __restrict__ run_first, u32 nruns, u32 entries,
@@ -511,6 +514,7 @@ extern "C" __global__ void MSM_NAME(msm_accumulate)(const PAffine* __restrict__ 
     accumulate_runs<WholeLanes>(bases, sorted, offsets, nbuckets, run_first, nruns, entries, k, buckets, partial,
                                 into);
 }
+#endif
 
 // The bucket split at run boundary q (between runs q - 1 and q), if any: the bucket of
 // run q's first entry, when it began before that entry. Sets [first, end) to its pieces'
@@ -547,11 +551,13 @@ DEVI void fix_round_slot(PXyzz* __restrict__ partial, const u32* __restrict__ of
     lane.store(partial + p, acc);
 }
 
+#ifndef MSM_G2
 extern "C" __global__ void MSM_NAME(msm_fix_round)(PXyzz* __restrict__ partial, const u32* __restrict__ offsets,
                                                    const u32* __restrict__ run_first, u32 nruns, u32 k,
                                                    u32 stride) {
     fix_round_slot<WholeLanes>(partial, offsets, run_first, nruns, k, stride);
 }
+#endif
 
 // One thread per run boundary: a split bucket takes its first slot (the sum after the
 // rounds), written by the boundary just after the bucket's first run.
@@ -634,95 +640,4 @@ extern "C" __global__ void MSM_NAME(curve_test_ops)(const PAffine* __restrict__ 
     out[3 * i + 2] = xyzz_to_jacobian(r2);
 }
 
-#endif  // MSM_ACCUMULATE_ONLY
-
-// Throughput probe: each thread adds `iters` affine points (from a small table of `m`) into
-// an XYZZ accumulator; out[i] receives the result so nothing is optimised away.
-extern "C" __global__ void MSM_NAME(curve_madd_rate)(const PAffine* __restrict__ pts, u32 m, u32 n, u32 iters,
-                                                     PXyzz* __restrict__ out) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    PXyzz acc = PXyzz::inf();
-    for (u32 k = 0; k < iters; k++) xyzz_add_affine(acc, pts[(i + k * 7) % m]);
-    out[i] = acc;
-}
-
-#ifndef MSM_ACCUMULATE_ONLY
-// Batch-affine addition probe (measured, used by no MSM: built into the G1 accumulation, with
-// the lanes' state in device memory, it made the MSM slower, 2^26: 528-642 ms against 450;
-// commits aec8f95 and 490cf19, backed out; CHANGELOG.md): affine accumulators, B a thread,
-// each gaining one point a round; the B slopes' denominators share one inversion
-// (Montgomery's trick), so an addition costs 6 field products (the running product, the two
-// of the backward pass, the slope, its square, Y3) plus 1/B of an inversion (Fermat, a^(p-2):
-// 380 squarings and 228 products; in Fp2 one Fp inversion of the norm and four products),
-// against 10 for the XYZZ mixed addition. Accumulator b of thread t lives at acc[b n + t]
-// (coalesced), its running product at pre[b n + t]; round k adds pts[(t B + b + 7919 k) & mask].
-// No doubling or P + (-P) handling: the probe's sums of distinct random points never meet
-// those cases (the test checks every sum).
-__constant__ u32 FP_P_MINUS_2[12] = {0xffffaaa9, 0xb9feffff, 0xb153ffff, 0x1eabfffe, 0xf6b0f624, 0x6730d2a0,
-                                     0xf38512bf, 0x64774b84, 0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
-
-// a^(p-2) = 1/a for a != 0 (bit 380 is p - 2's highest).
-DEVI Fp field_inverse(const Fp& a) {
-    Fp r = a;
-#pragma unroll 1
-    for (int i = 379; i >= 0; i--) {
-        r = sqr(r);
-        if ((FP_P_MINUS_2[i >> 5] >> (i & 31)) & 1) r = r * a;
-    }
-    return r;
-}
-// 1/(c0 + c1 u) = (c0 - c1 u) / (c0^2 + c1^2), as u^2 = -1.
-DEVI Fp2 field_inverse(const Fp2& a) {
-    const Fp t = field_inverse(sqr(a.c0) + sqr(a.c1));
-    return Fp2{a.c0 * t, neg(a.c1 * t)};
-}
-
-template <int B>
-DEVI void affine_batch(const PAffine* __restrict__ pts, u32 mask, u32 n, u32 rounds, PAffine* __restrict__ acc,
-                       PF* __restrict__ pre) {
-    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n) return;
-#pragma unroll 1
-    for (int b = 0; b < B; b++) acc[b * n + t] = pts[(t * B + b) & mask];
-#pragma unroll 1
-    for (u32 k = 1; k <= rounds; k++) {
-        PF prod = PF::one();
-#pragma unroll 1
-        for (int b = 0; b < B; b++) {
-            const PF dx = pts[(t * B + b + 7919u * k) & mask].x - acc[b * n + t].x;
-            pre[b * n + t] = prod;  // dx_0 ... dx_(b-1)
-            prod = prod * dx;
-        }
-        PF inv = field_inverse(prod);  // 1 / (dx_0 ... dx_b) at step b below
-#pragma unroll 1
-        for (int b = B - 1; b >= 0; b--) {
-            const PAffine q = pts[(t * B + b + 7919u * k) & mask];
-            const PAffine a = acc[b * n + t];
-            const PF dx = q.x - a.x;
-            const PF idx = inv * pre[b * n + t];
-            inv = inv * dx;
-            const PF lambda = (q.y - a.y) * idx;
-            const PF x3 = sqr(lambda) - a.x - q.x;
-            acc[b * n + t] = PAffine{x3, lambda * (a.x - x3) - a.y};
-        }
-    }
-}
-extern "C" __global__ void MSM_NAME(affine_batch_b64)(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc,
-                                                       PF* pre) {
-    affine_batch<64>(pts, mask, n, rounds, acc, pre);
-}
-extern "C" __global__ void MSM_NAME(affine_batch_b256)(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc,
-                                                        PF* pre) {
-    affine_batch<256>(pts, mask, n, rounds, acc, pre);
-}
-extern "C" __global__ void MSM_NAME(affine_batch_b1024)(const PAffine* pts, u32 mask, u32 n, u32 rounds,
-                                                         PAffine* acc, PF* pre) {
-    affine_batch<1024>(pts, mask, n, rounds, acc, pre);
-}
-// The same with four blocks of 128 an SM (G1: 128 registers, some spilled, instead of 140).
-extern "C" __global__ void __launch_bounds__(128, 4)
-    MSM_NAME(affine_batch_b1024_lb)(const PAffine* pts, u32 mask, u32 n, u32 rounds, PAffine* acc, PF* pre) {
-    affine_batch<1024>(pts, mask, n, rounds, acc, pre);
-}
 #endif  // MSM_ACCUMULATE_ONLY

@@ -1,6 +1,6 @@
 // G2's accumulation, piece sums and window sums on lane pairs (fp2_pair.cuh):
 // msm_accumulate_pair_g2, msm_fix_round_pair_g2 and msm_segments_pair_g2 instantiate the
-// bodies of their one-lane kernels in msm.cu (accumulate_runs, fix_round_slot, segment_sums)
+// bodies of G1's one-lane kernels in msm.cu (accumulate_runs, fix_round_slot, segment_sums)
 // with the lane view HalfLanes. Appended to msm.cu in the inlined G2 accumulation module only
 // (compile.rs, MSM_G2_ACCUMULATE), after the bodies and the point typedefs, so the other
 // modules' sources stay as they were.

@@ -14,7 +14,6 @@ use crate::error::{Error, Result};
 
 const FIELD_CUH: &str = include_str!("../cuda/field.cuh");
 const CURVE_CUH: &str = include_str!("../cuda/curve.cuh");
-const FIELD_F64_CUH: &str = include_str!("../cuda/field_f64.cuh");
 const FIELD_OPS_CU: &str = include_str!("../cuda/field_ops.cu");
 const NTT_CU: &str = include_str!("../cuda/ntt.cu");
 const MSM_DIGITS_CUH: &str = include_str!("../cuda/msm_digits.cuh");
@@ -49,13 +48,12 @@ pub struct KernelModule {
 }
 
 /// Field-operation test kernels (`fr_test_ops`, `fp_test_ops`, `fp2_test_ops`, `fr_test_mont`,
-/// `fr_test_mul_f64`, `fp_test_mul_f64` for the FP64-pipe products of `field_f64.cuh`, and
-/// `fp_test_mul_sum` for `mul_sum`) and the rate probes. Squares by the dedicated square, as
-/// in the G1 accumulation.
+/// and `fp_test_mul_sum` for `mul_sum`). Squares by the dedicated square, as in the G1
+/// accumulation.
 pub const FIELD: KernelModule = KernelModule {
     name: "field",
     defines: &[DEDICATED_SQR],
-    sources: &[FIELD_CUH, FIELD_F64_CUH, FIELD_OPS_CU],
+    sources: &[FIELD_CUH, FIELD_OPS_CU],
 };
 /// Fr NTT and element-wise Fr kernels.
 pub const NTT: KernelModule = KernelModule {
@@ -83,7 +81,7 @@ const DEDICATED_SQR: &str = "DEDICATED_SQR";
 /// 437.1-437.5 -> 418.2-418.3 ms, witness-shaped scalars 81.5 -> 77.8-78.1 ms.
 const SUM_PRODUCTS: &str = "SUM_PRODUCTS";
 
-/// Keeps only `msm_accumulate` (and the rate probe) in a module.
+/// Keeps only the accumulation's kernels in a module.
 const ACCUMULATE_ONLY: &str = "MSM_ACCUMULATE_ONLY";
 
 /// G1 MSM kernels (suffix `_g1`) except `msm_accumulate`, and the fixed-base products of
@@ -100,8 +98,8 @@ pub const MSM_G2: KernelModule = KernelModule {
     defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
     sources: &[FIELD_CUH, CURVE_CUH, MSM_DIGITS_CUH, MSM_CU, FIXED_BASE_CU],
 };
-/// G1 `msm_accumulate_g1`, `msm_fix_round_g1`, `msm_fix_store_g1` (and
-/// `curve_madd_rate_g1`) with every field product and point operation inlined: the bucket accumulation is most of an MSM's time, and out-of-line
+/// G1 `msm_accumulate_g1`, `msm_fix_round_g1` and `msm_fix_store_g1` with every field product
+/// and point operation inlined: the bucket accumulation is most of an MSM's time, and out-of-line
 /// calls keep the accumulator in local memory (ptxas: 768-byte stack frame; inlined: none,
 /// 190 registers). Its own module so that only this kernel pays the inlined compile time.
 pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
@@ -116,10 +114,10 @@ pub const MSM_G1_ACCUMULATE: KernelModule = KernelModule {
     ],
     sources: &[FIELD_CUH, CURVE_CUH, MSM_CU],
 };
-/// G2 `msm_accumulate_g2`, `msm_fix_round_g2`, `msm_fix_store_g2`, the lane-pair forms
-/// `msm_accumulate_pair_g2`, `msm_fix_round_pair_g2` and `msm_segments_pair_g2` (`fp2_pair.cuh`,
-/// `msm_pair.cu`; their point formulas' Y3 = a b - c d is one `mul_sum4` a lane: G2 2^24
-/// accumulation 307.4-310.1 -> 295.3-297.1 ms on an H200), and `curve_madd_rate_g2`,
+/// G2 `msm_fix_store_g2` and the lane-pair kernels `msm_accumulate_pair_g2`,
+/// `msm_fix_round_pair_g2` and `msm_segments_pair_g2` (`fp2_pair.cuh`, `msm_pair.cu`; their
+/// point formulas' Y3 = a b - c d is one `mul_sum4` a lane: G2 2^24 accumulation 307.4-310.1
+/// ms on one lane -> 295.3-297.1 ms on pairs on an H200, so G2 has no one-lane accumulation),
 /// everything inlined as in [`MSM_G1_ACCUMULATE`] (ptxas: 256-byte stack with some spills,
 /// against a 1760-byte stack out of line).
 pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
@@ -139,9 +137,10 @@ pub const MSM_G2_ACCUMULATE: KernelModule = KernelModule {
 pub const KERNEL_STACK_BYTES: usize = 4096;
 
 /// Every kernel module of the crate, the slowest to compile first (on 2 cores: the inlined
-/// G2 accumulation with its lane-pair kernels 180-260 s (72-90 s without them), G2
-/// 50-60 s, the inlined G1 accumulation 12-15 s, the others a few seconds), so that
-/// [`map_modules`] never starts a slow one last.
+/// G2 accumulation, once 180-260 s with both its one-lane and its lane-pair kernels, now
+/// pairs only; G2 50-60 s; the inlined G1 accumulation 12-15 s; the others a few seconds:
+/// every module in 91 s on two workers), so that [`map_modules`] never starts a slow one
+/// last.
 pub const MODULES: &[KernelModule] = &[
     MSM_G2_ACCUMULATE,
     MSM_G2,

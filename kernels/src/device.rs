@@ -15,6 +15,7 @@ use crate::bounce::{bounced, BouncePool};
 use crate::compile::{self, KernelModule};
 use crate::error::{Error, Result};
 use crate::layout::DeviceElem;
+use crate::profile::StepTiming;
 
 /// PCI location of a device: `domain:bus:device`, stable across `CUDA_VISIBLE_DEVICES`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -65,6 +66,8 @@ pub struct GpuDevice {
     pub(crate) ntt_top: Arc<OnceLock<cudarc::driver::CudaSlice<crate::layout::FrRaw>>>,
     /// Page-locked buffers for small copies (shared with this device's side streams).
     pub(crate) bounce: BouncePool,
+    /// Which operations time their steps apart (off unless set; copied to side streams).
+    step_timing: StepTiming,
 }
 
 impl fmt::Debug for GpuDevice {
@@ -166,6 +169,7 @@ impl GpuDevice {
         tracing::debug!(%pci, name, total_memory, major, minor, "opened CUDA device");
         Ok(Self {
             bounce: BouncePool::new(ctx.clone()),
+            step_timing: StepTiming::default(),
             ctx,
             stream,
             ordinal,
@@ -262,7 +266,20 @@ impl GpuDevice {
             ntt_tables: std::sync::OnceLock::new(),
             ntt_top: self.ntt_top.clone(),
             bounce: self.bounce.clone(),
+            step_timing: self.step_timing,
         })
+    }
+
+    /// Which operations time their steps apart on stderr ([`crate::profile`]).
+    pub fn step_timing(&self) -> StepTiming {
+        self.step_timing
+    }
+
+    /// Times the steps of the operations `timing` names apart, on stderr, synchronising
+    /// after each (for measurements: slower, the same results); side streams made afterwards
+    /// inherit it.
+    pub fn set_step_timing(&mut self, timing: StepTiming) {
+        self.step_timing = timing;
     }
 
     /// Waits until all queued work on the device's stream has finished.

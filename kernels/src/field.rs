@@ -95,29 +95,6 @@ pub fn fp2_ops(dev: &GpuDevice, a: &[blst_fp2], b: &[blst_fp2]) -> Result<Vec<[b
         .collect())
 }
 
-/// `a[i] * b[i]` by the FP64-pipe Fr product (`mul_f64` of cuda/field_f64.cuh, `b[i]`
-/// prepared as a constant operand first).
-pub fn fr_mul_f64(dev: &GpuDevice, a: &[Scalar], b: &[Scalar]) -> Result<Vec<Scalar>> {
-    let raw = run_n(
-        dev,
-        "fr_test_mul_f64",
-        Scalar::as_raw(a),
-        Scalar::as_raw(b),
-        1,
-    )?;
-    let mut out = vec![Scalar::filler(); raw.len()];
-    Scalar::as_raw_mut(&mut out).copy_from_slice(&raw);
-    Ok(out)
-}
-
-/// `a[i] * b[i]` by the FP64-pipe Fp product (`mul_f64` of cuda/field_f64.cuh).
-pub fn fp_mul_f64(dev: &GpuDevice, a: &[blst_fp], b: &[blst_fp]) -> Result<Vec<blst_fp>> {
-    let ra: Vec<[u64; 6]> = a.iter().map(|x| x.l).collect();
-    let rb: Vec<[u64; 6]> = b.iter().map(|x| x.l).collect();
-    let raw = run_n(dev, "fp_test_mul_f64", &ra, &rb, 1)?;
-    Ok(raw.iter().map(|l| fp_from_limbs(l)).collect())
-}
-
 /// `(a[i] b[i] + b[i] a[i], a[i]^2 - b[i]^2)` by the sum of two products with one reduction
 /// (`mul_sum` of cuda/field.cuh, the G1 mixed addition's Y3).
 pub fn fp_mul_sum(dev: &GpuDevice, a: &[blst_fp], b: &[blst_fp]) -> Result<Vec<[blst_fp; 2]>> {

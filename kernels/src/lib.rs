@@ -11,12 +11,12 @@
 //! | [`ntt`] | forward / inverse / coset Fr NTT with bellperson's conventions, element-wise Fr ops |
 //! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
 //! | [`fixed_base`] | one fixed point times many scalars, by window tables (parameter generation) |
-//! | [`probe`] | raw throughput probes (field products, point additions per second) |
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
 //! | [`staging`] | [`Staging`]: page-locked buffers that large uploads pass through |
 //! | [`bounce`] | page-locked bounce buffers for small copies, which never hold other threads back |
+//! | [`profile`] | [`StepTiming`]: each step of the MSMs or transforms timed apart, for measurements |
 //! | [`reference`](mod@reference) | CPU references (NTT as bellperson computes it) |
-//! | [`testdata`] | seeded random scalars and points made quickly, CPU MSM for comparison |
+//! | `testdata` | test support, with the `testdata` feature: seeded random scalars and points, CPU MSM for comparison |
 //! | [`error`] | [`Error`] and [`Result`] |
 //!
 //! Memory layouts are blst's: buffers of blstrs values upload without conversion.
@@ -32,14 +32,13 @@ pub mod device;
 pub mod error;
 pub mod field;
 pub mod fixed_base;
-pub mod knobs;
 pub mod layout;
 pub mod msm;
 pub mod ntt;
-pub mod probe;
 pub mod profile;
 pub mod reference;
 pub mod staging;
+#[cfg(feature = "testdata")]
 pub mod testdata;
 
 pub use compact::DeviceBitmap;
@@ -47,4 +46,5 @@ pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
 pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, MsmCurve, SortedScalars, G1, G2};
 pub use ntt::{coset_z_inverse, NttKind, NttOptions};
+pub use profile::StepTiming;
 pub use staging::Staging;

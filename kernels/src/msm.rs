@@ -30,9 +30,8 @@ use group::Group;
 use crate::compile::{KernelModule, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE};
 use crate::device::{check_len, DeviceBuffer, GpuDevice, PciId};
 use crate::error::{Error, Result};
-use crate::knobs::Knob;
 use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
-use crate::profile::{msm_profile, Steps};
+use crate::profile::Steps;
 
 /// Largest number of points one pipeline run handles; larger inputs are chunked. Measured
 /// on an H200 (CHANGELOG.md): one 2^27 chunk saves the second chunk's window and piece
@@ -62,9 +61,10 @@ pub trait MsmCurve: Send + Sync + 'static {
     /// of every Fp2 value, `fp2_pair.cuh`) of `msm_accumulate`, `msm_fix_round` and
     /// `msm_segments`, named `{kernel}_pair{SUFFIX}`: G2's.
     const PAIR_KERNELS: bool;
-    /// Mean bucket sizes a run of the accumulation holds (at least 4: see `run_factor`). Longer
+    /// Mean bucket sizes a run of the accumulation holds, at least 4 (the scratch that
+    /// [`msm_scratch_bytes`] counts holds runs of at least 4 mean bucket sizes). Longer
     /// runs split fewer buckets (whose pieces cost the piece sums) and make fewer threads.
-    /// Measured on an H200 (`CUZK_MSM_RUN_FACTOR`, random scalars): G2 2^24 344.6-344.8
+    /// Measured on an H200 (random scalars): G2 2^24 344.6-344.8
     /// ms at 4, 341.6-341.9 at 8 (piece sums 10.0 -> 4.7 ms), 342.4 at 16, 2^20 and 2^22 the
     /// same; G1 2^26 395.5-395.7 at 4, 396.8-397.4 at 8, and 2^20 / 2^22 10.5 / 32.2 ms at 4
     /// against 12.0 / 39.2 at 8 (too few threads). So 4 for G1, 8 for G2 (two threads a run).
@@ -176,122 +176,19 @@ impl<C: MsmCurve> std::fmt::Debug for Bases<C> {
     }
 }
 
-/// Which steps run their lane-pair kernels where a curve has them ([`MsmCurve::PAIR_KERNELS`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PairUse {
-    /// None: one lane a run, a slot, a segment.
-    None,
-    /// The accumulation only.
-    Accumulate,
-    /// The accumulation and the piece sums; the window sums on pairs when a segment holds at
-    /// least [`PAIR_SEGMENTS_MIN`] buckets (the default).
-    Auto,
-    /// The accumulation, the piece sums and the window sums.
-    All,
-}
-
 /// Fewest buckets a segment of the window sums must hold for `msm_segments_pair_g2` to be
-/// used by [`PairUse::Auto`]. Measured on an H200: with 128 buckets a segment (a
-/// random 2^24 G2 MSM) the pair kernel saves about 12 ms of 42, with 64 (2^23) about 2 ms;
-/// with 8 or 16 (2^20 and 2^22 random, witness-shaped 2^24) it loses 3.5-7 ms, its per-thread
-/// fixed part (the weight `first` by double-and-add) being longer on pairs.
+/// used. Measured on an H200: with 128 buckets a segment (a random 2^24 G2 MSM) the pair
+/// kernel saves about 12 ms of 42, with 64 (2^23) about 2 ms; with 8 or 16 (2^20 and 2^22
+/// random, witness-shaped 2^24) it loses 3.5-7 ms, its per-thread fixed part (the weight
+/// `first` by double-and-add) being longer on pairs.
 const PAIR_SEGMENTS_MIN: usize = 64;
 
-impl PairUse {
-    /// What a curve uses: [`pair_use`] where it has lane-pair kernels, else none.
-    fn for_curve<C: MsmCurve>() -> PairUse {
-        if C::PAIR_KERNELS {
-            pair_use()
-        } else {
-            PairUse::None
-        }
-    }
-
-    /// Whether the accumulation runs on lane pairs.
-    fn accumulate(self) -> bool {
-        self != PairUse::None
-    }
-
-    /// Whether the piece sums (`msm_fix_round`) run on lane pairs.
-    fn pieces(self) -> bool {
-        matches!(self, PairUse::Auto | PairUse::All)
-    }
-
-    /// Whether the window sums run on lane pairs, with `seg` buckets a segment.
-    fn segments(self, seg: usize) -> bool {
-        match self {
-            PairUse::All => true,
-            PairUse::Auto => seg >= PAIR_SEGMENTS_MIN,
-            PairUse::None | PairUse::Accumulate => false,
-        }
-    }
-}
-
-/// Points a chunk of [`GpuDevice::msm_at`]: [`MAX_CHUNK`], unless `CUZK_MSM_CHUNK_LOG` was
-/// a log2 in 16..=27 when the process first asked (for measurements: the result does not
-/// depend on it; a chunk above [`MAX_CHUNK`] needs more scratch than [`msm_scratch_bytes`]
-/// says, about 17 GiB for 2^27 G1 points, and 27 was measured no faster, see [`MAX_CHUNK`]).
-fn chunk_len() -> usize {
-    static CHUNK: Knob<usize> = Knob::new();
-    CHUNK.get(
-        "CUZK_MSM_CHUNK_LOG",
-        "a log2 from 16 to 27",
-        MAX_CHUNK,
-        |v| {
-            let log = v.parse::<u32>().ok().filter(|l| (16..=27).contains(l))?;
-            Some(1usize << log)
-        },
-    )
-}
-
-/// Whether `CUZK_MSM_SCATTER=direct` forces `msm_scatter` where the tiled scatter applies
-/// (read once; for measurements: both give the same bucket lists).
-fn direct_scatter() -> bool {
-    static DIRECT: Knob<bool> = Knob::new();
-    DIRECT.get("CUZK_MSM_SCATTER", "direct", false, |v| {
-        (v == "direct").then_some(true)
-    })
-}
-
-/// How many mean bucket sizes a run of the accumulation holds (step 5 of the bucket lists):
-/// the curve's [`MsmCurve::RUN_FACTOR`], unless `CUZK_MSM_RUN_FACTOR` was a whole number from 4
-/// to 64 when the process first asked (for measurements; every length gives the same sums, and
-/// lengths from 4 keep the runs and piece slots within what [`msm_scratch_bytes`] counts).
-fn run_factor<C: MsmCurve>() -> usize {
-    // the scratch counted by msm_scratch_bytes holds runs of at least 4 mean bucket sizes
-    const {
-        assert!(
-            C::RUN_FACTOR >= 4,
-            "MsmCurve::RUN_FACTOR must be at least 4"
-        )
-    };
-    static FACTOR: Knob<Option<usize>> = Knob::new();
-    FACTOR
-        .get(
-            "CUZK_MSM_RUN_FACTOR",
-            "a whole number from 4 to 64",
-            None,
-            |v| v.parse().ok().filter(|f| (4..=64).contains(f)).map(Some),
-        )
-        .unwrap_or(C::RUN_FACTOR)
-}
-
-/// The lane-pair steps to use: [`PairUse::Auto`], unless `CUZK_MSM_G2_PAIR` was `0` (none),
-/// `acc` (the accumulation only) or `all` when the process first asked (for measurements;
-/// every form gives the same sums).
-fn pair_use() -> PairUse {
-    static PAIR: Knob<PairUse> = Knob::new();
-    PAIR.get(
-        "CUZK_MSM_G2_PAIR",
-        "0, acc or all",
-        PairUse::Auto,
-        |v| match v {
-            "0" => Some(PairUse::None),
-            "acc" => Some(PairUse::Accumulate),
-            "all" => Some(PairUse::All),
-            _ => None,
-        },
-    )
+/// Whether the window sums of curve `C` run on lane pairs, with `seg` buckets a segment: where
+/// the curve has lane-pair kernels ([`MsmCurve::PAIR_KERNELS`]) and a segment holds at least
+/// [`PAIR_SEGMENTS_MIN`] buckets. (The accumulation and the piece sums of such a curve always
+/// run on pairs: G2 2^24 accumulation 307.4-310.1 ms on one lane, 295.3-297.1 on pairs.)
+fn pair_segments<C: MsmCurve>(seg: usize) -> bool {
+    C::PAIR_KERNELS && seg >= PAIR_SEGMENTS_MIN
 }
 
 /// Window width c (bits) for n points: minimises windows x (n + 3 * 2^(c-1)), a count of
@@ -498,10 +395,10 @@ impl std::fmt::Debug for SortedScalars {
     }
 }
 
-/// `CUZK_MSM_PROFILE`: the time of each step of a chunk ([`crate::profile`]), labelled
-/// `msm <what> n=<points>`.
-fn marks(what: &'static str, n: usize) -> Steps {
-    Steps::new(msm_profile(), || format!("msm {what} n={n}"))
+/// With the device's MSM step timing ([`crate::profile`]), the time of each step of a
+/// chunk, labelled `msm <what> n=<points>`.
+fn marks(dev: &GpuDevice, what: &'static str, n: usize) -> Steps {
+    Steps::new(dev.step_timing().msm, || format!("msm {what} n={n}"))
 }
 
 /// Threads an item of a step takes: two on lane pairs (`fp2_pair.cuh`), else one.
@@ -653,7 +550,7 @@ impl GpuDevice {
         scalars: &DeviceBuffer<Scalar>,
         from: usize,
     ) -> Result<C::Projective> {
-        self.msm_chunked(bases, range, scalars, from, chunk_len())
+        self.msm_chunked(bases, range, scalars, from, MAX_CHUNK)
     }
 
     /// As [`GpuDevice::msm_at`], in chunks of at most `chunk` points (`chunk` >= 1; the
@@ -701,7 +598,7 @@ impl GpuDevice {
             let end = (start + chunk).min(range.len());
             let b = buf.view(range.start + start..range.start + end);
             let s = scalars.view(from + start..from + end);
-            let mut marks = marks(C::NAME, s.len());
+            let mut marks = marks(self, C::NAME, s.len());
             if let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? {
                 let into = match carried.take() {
                     Some(held) if held.takes(&lists) => Some(held),
@@ -716,7 +613,7 @@ impl GpuDevice {
             start = end;
         }
         if let Some(held) = carried {
-            let mut marks = marks(C::NAME, range.len());
+            let mut marks = marks(self, C::NAME, range.len());
             acc += self.window_sums::<C>(held, &mut marks)?;
         }
         Ok(acc)
@@ -746,7 +643,7 @@ impl GpuDevice {
                 lists: None,
             });
         }
-        let mut marks = marks("sort", len);
+        let mut marks = marks(self, "sort", len);
         let lists = self.bucket_lists::<G1>(scalars.view(range), &mut marks)?;
         Ok(SortedScalars { pci, len, lists })
     }
@@ -775,7 +672,7 @@ impl GpuDevice {
         }
         match (&sorted.lists, bases.buf.as_ref()) {
             (Some(lists), Some(buf)) => {
-                let mut marks = marks(C::NAME, range.len());
+                let mut marks = marks(self, C::NAME, range.len());
                 self.reduce_lists::<C>(buf.view(range), lists, &mut marks)
             }
             // no scalars, or every scalar zero (an empty range when there are no bases)
@@ -870,12 +767,9 @@ impl GpuDevice {
             // block of 256 (a multiple of 32, as its ballot needs).
             unsafe { l.launch(cfg(nbins, 256)) }.map_err(self.drv("launching msm_bin_flags"))?;
         }
-        // the tiled scatter where it applies (CUZK_MSM_SCATTER=direct forces msm_scatter,
-        // to compare the two on a device)
-        let direct = direct_scatter();
+        // the tiled scatter where it applies (35.7 -> 16 ms for a random 2^26 G1 chunk)
         let per_bin = scatter_per_bin(entries, n, nw, nb >> s);
-        let slab_log = scatter_slab_log(s, nb >> s, per_bin, self.shared_memory_per_block())
-            .filter(|_| !direct);
+        let slab_log = scatter_slab_log(s, nb >> s, per_bin, self.shared_memory_per_block());
         let (name, grid) = match slab_log {
             Some(slab_log) => {
                 let smem = scatter_shared_bytes(nb >> s, slab_log) as u32;
@@ -955,12 +849,19 @@ impl GpuDevice {
         // every thread makes k additions whatever the bucket sizes (with one thread per bucket,
         // a warp waited for its largest bucket: 85% of the additions' time did work for random
         // G1 scalars at 2^26, 73% for G2 at 2^24, from the Poisson spread of bucket sizes).
-        // k is at least four times the mean bucket size (run_factor: 4 for G1, 8 for G2), so
+        // k is at least four times the mean bucket size (RUN_FACTOR: 4 for G1, 8 for G2), so
         // there are at most nbuckets / 4 + 1 runs and nbuckets / 2 + 2 piece slots
         // (msm_scratch_bytes counts 1.25 nbuckets + 1); each run boundary splits a bucket,
         // whose pieces cost one more (non-mixed) addition: at twice the mean, that was 38 ms of
         // a 2^24 G2 MSM, at four times 10.0 ms, at eight 4.7 ms.
-        let k = (run_factor::<C>() * entries.div_ceil(nbuckets)).max(16) as u32;
+        // the scratch counted by msm_scratch_bytes holds runs of at least 4 mean bucket sizes
+        const {
+            assert!(
+                C::RUN_FACTOR >= 4,
+                "MsmCurve::RUN_FACTOR must be at least 4"
+            )
+        };
+        let k = (C::RUN_FACTOR * entries.div_ceil(nbuckets)).max(16) as u32;
         let nruns = entries.div_ceil(k as usize);
         let mut run_first = alloc_u32(nruns)?;
         let mut longest = alloc_u32(1)?;
@@ -1046,12 +947,12 @@ impl GpuDevice {
             None => (alloc_zeroed_xyzz(nbuckets)?, nw, 0u32),
         };
         let mut partial = alloc_zeroed_xyzz(2 * nruns)?;
-        // G2's steps on lane pairs (see pair_use): `{name}_pair{suffix}` in the accumulation
-        // module, two threads where the one-lane kernel takes one
-        let uses = PairUse::for_curve::<C>();
-        let (pair_acc, pair_fix) = (uses.accumulate(), uses.pieces());
+        // G2's accumulation and piece sums on lane pairs (MsmCurve::PAIR_KERNELS):
+        // `{name}_pair{suffix}` in the accumulation module, two threads where G1's one-lane
+        // kernel takes one
+        let pair = C::PAIR_KERNELS;
         let pair_kernel = |name: &str| self.pair_function::<C>(name);
-        let f = if pair_acc {
+        let f = if pair {
             pair_kernel("msm_accumulate")?
         } else {
             self.function(
@@ -1075,12 +976,12 @@ impl GpuDevice {
         // Xyzz* partial[2 * nruns] zeroed, u32 into); sorted entries index points < n; a thread
         // (or lane pair) reads and writes only the buckets that begin in its run, and writes
         // its own two slots. The pair kernel takes two threads a run in blocks of 128 (even).
-        unsafe { l.launch(cfg(lanes(pair_acc) * nruns, 128)) }
+        unsafe { l.launch(cfg(lanes(pair) * nruns, 128)) }
             .map_err(self.drv("launching msm_accumulate"))?;
         marks.mark(self, "accumulate");
         let accumulate_kernel =
             |name: &str| self.function(&C::ACCUMULATE_MODULE, &format!("{name}{}", C::SUFFIX));
-        let f = if pair_fix {
+        let f = if pair {
             pair_kernel("msm_fix_round")?
         } else {
             accumulate_kernel("msm_fix_round")?
@@ -1098,7 +999,7 @@ impl GpuDevice {
             // const u32* run_first[nruns], u32 nruns, u32 k, u32 stride); thread p (or lane
             // pair p, in blocks of 128) writes only slot p and reads slot p + stride < 2 * nruns
             // only inside the same split bucket's pieces.
-            unsafe { l.launch(cfg(lanes(pair_fix) * 2 * nruns, 128)) }
+            unsafe { l.launch(cfg(lanes(pair) * 2 * nruns, 128)) }
                 .map_err(self.drv("launching msm_fix_round"))?;
         }
         if rounds > 0 {
@@ -1124,7 +1025,7 @@ impl GpuDevice {
         })
     }
 
-    /// The lane-pair form of step `name` (see pair_use): `{name}_pair{suffix}` in the
+    /// The lane-pair form of step `name` (see [`pair_segments`]): `{name}_pair{suffix}` in the
     /// accumulation module, two threads where the one-lane kernel takes one.
     fn pair_function<C: MsmCurve>(&self, name: &str) -> Result<CudaFunction> {
         self.function(&C::ACCUMULATE_MODULE, &format!("{name}_pair{}", C::SUFFIX))
@@ -1147,14 +1048,13 @@ impl GpuDevice {
         } = held;
         let nb = 1usize << (c - 1);
         let nbuckets = nw as usize * nb;
-        let uses = PairUse::for_curve::<C>();
 
         // 7. weighted window sums per segment
         let seg = (nbuckets / 65536).next_power_of_two().clamp(1, nb);
         let mut per_window = nb / seg;
         let nsegs = nw as usize * per_window;
         let mut level = alloc_xyzz(nsegs)?;
-        let pair_seg = uses.segments(seg);
+        let pair_seg = pair_segments::<C>(seg);
         let f = if pair_seg {
             pair_kernel("msm_segments")?
         } else {
@@ -1447,19 +1347,11 @@ mod tests {
     }
 
     #[test]
-    fn lane_pairs_take_the_steps_each_setting_names() {
-        // the default: every step but the window sums of short segments
-        let auto = PairUse::Auto;
-        assert!(auto.accumulate() && auto.pieces());
-        assert!(auto.segments(PAIR_SEGMENTS_MIN) && auto.segments(128));
-        assert!(!auto.segments(PAIR_SEGMENTS_MIN - 1) && !auto.segments(8));
-        assert!(PairUse::All.segments(1) && PairUse::All.pieces());
-        let acc = PairUse::Accumulate;
-        assert!(acc.accumulate() && !acc.pieces() && !acc.segments(1 << 20));
-        let none = PairUse::None;
-        assert!(!none.accumulate() && !none.pieces() && !none.segments(1 << 20));
-        // G1 has no lane-pair kernels, whatever the environment says
-        assert_eq!(PairUse::for_curve::<G1>(), PairUse::None);
+    fn window_sums_run_on_lane_pairs_for_long_g2_segments_only() {
+        assert!(pair_segments::<G2>(PAIR_SEGMENTS_MIN) && pair_segments::<G2>(128));
+        assert!(!pair_segments::<G2>(PAIR_SEGMENTS_MIN - 1) && !pair_segments::<G2>(8));
+        // G1 has no lane-pair kernels
+        assert!(!pair_segments::<G1>(1 << 20));
     }
 
     #[test]

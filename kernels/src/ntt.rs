@@ -19,9 +19,8 @@ use ff::{Field, PrimeField};
 use crate::compile::NTT;
 use crate::device::{check_len, DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
-use crate::knobs::Knob;
 use crate::layout::{scalar_raw, FrRaw};
-use crate::profile::{ntt_profile, Steps};
+use crate::profile::Steps;
 
 /// Largest supported log2 size.
 pub const MAX_LOG_SIZE: u32 = 28;
@@ -31,11 +30,12 @@ const NTT_MAX_K: u32 = 9;
 /// The two tables of powers of the 2^28-th root hold 2^ROOT_BITS entries each (matches
 /// NTT_ROOT_BITS in ntt.cu).
 const ROOT_BITS: u32 = 14;
-/// Default log2 of the columns one block of a pass takes (`CUZK_NTT_COLS` overrides, 0..=2).
-/// Measured on an H200 at 2^27 (radix-4 passes, CHANGELOG.md): 1 column 46.8 ms,
-/// 2 columns 49.5 ms, 4 columns 62.4 ms; wider blocks cost occupancy (each column has its
-/// own twiddle table in shared memory) more than the longer runs of addresses gain.
-const DEFAULT_COLS_LOG: u32 = 0;
+/// log2 of the columns one block of a pass takes: the pass kernels take 2^c columns a block
+/// (ntt.cu), and the host launches them with one. Measured on an H200 at 2^27 (radix-4
+/// passes, CHANGELOG.md): 1 column 46.8 ms, 2 columns 49.5 ms, 4 columns 62.4 ms; wider
+/// blocks cost occupancy (each column has its own twiddle table in shared memory) more than
+/// the longer runs of addresses gain.
+const COLS_LOG: u32 = 0;
 /// The two tables of coset powers hold 2^COSET_BITS entries each (covers 2^28).
 const COSET_BITS: u32 = 14;
 /// The stage tables hold every twiddle of stages 1..=STAGE_BITS, 2^STAGE_BITS entries each
@@ -51,7 +51,8 @@ const TOP_BITS: u32 = 27;
 
 /// Device memory the top twiddle table takes, in bytes (2 GiB). Built on the device at the
 /// first transform of 2^19..=2^27 points, kept with the device; where it cannot be allocated,
-/// or `CUZK_NTT_TOP=0`, the transforms compute those twiddles instead (same results).
+/// or without [`NttOptions::top_table`], the transforms compute those twiddles instead (same
+/// results).
 pub const TOP_TABLE_BYTES: u64 = (1u64 << (TOP_BITS - 1)) * std::mem::size_of::<FrRaw>() as u64;
 
 /// Whether a transform of 2^log_n points can use the top table: it has a pass beyond the
@@ -60,12 +61,12 @@ pub fn uses_top_table(log_n: u32) -> bool {
     (STAGE_BITS + 1..=TOP_BITS).contains(&log_n)
 }
 
-/// How a transform runs. The results never depend on it; the speed and the device memory
-/// do.
+/// The device memory a transform may use beyond its data. The results never depend on it;
+/// the speed does. The default, which every product path uses, takes both where the device
+/// has room; a transform without room for one runs as with it turned off, so turning one
+/// off is for tests of those paths (and a caller that needs the memory more than the time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NttOptions {
-    /// log2 of the columns one block of a pass takes, 0..=2 (larger is an error).
-    pub cols_log: u32,
     /// Read the twiddles of a pass beyond the stage table's stages from the top table
     /// ([`TOP_TABLE_BYTES`], built once per device) instead of computing them, where the
     /// size allows (2^19..=2^27 points) and the device has room for the table.
@@ -75,39 +76,15 @@ pub struct NttOptions {
     /// same size while the transform runs (from the device's pool; without room for one, the
     /// bit reversal runs as a pass of its own).
     pub fused_reversal: bool,
-    /// Compute Groth16's H by six transforms instead of seven when the assignment satisfies
-    /// its constraints (c = a b element-wise, checked on the device first; see
-    /// [`GpuDevice::h_polynomial_scaled`]). The result is the same either way.
-    pub negacyclic_h: bool,
 }
 
-impl NttOptions {
-    /// The defaults, each overridden once per process by the environment (for
-    /// measurements): `CUZK_NTT_COLS` (0, 1 or 2), `CUZK_NTT_TOP=0` (no top table),
-    /// `CUZK_NTT_FUSE_REV=0` (the bit reversal as a pass of its own), `CUZK_H_NEGACYCLIC=0`
-    /// (H by seven transforms always).
-    pub fn from_env() -> Self {
-        static TOP: Knob<bool> = Knob::new();
-        static FUSE: Knob<bool> = Knob::new();
-        static NEGA: Knob<bool> = Knob::new();
+impl Default for NttOptions {
+    /// Both: the top table (about 2.5 ms of a 2^27 transform) and the fused bit reversal.
+    fn default() -> Self {
         NttOptions {
-            cols_log: cols_log(),
-            top_table: TOP.switch("CUZK_NTT_TOP"),
-            fused_reversal: FUSE.switch("CUZK_NTT_FUSE_REV"),
-            negacyclic_h: NEGA.switch("CUZK_H_NEGACYCLIC"),
+            top_table: true,
+            fused_reversal: true,
         }
-    }
-
-    /// The error for options no pass can run with (more than 2^2 columns a block), naming
-    /// `op`.
-    fn check(&self, op: &'static str) -> Result<()> {
-        if self.cols_log > 2 {
-            return Err(Error::Unsupported {
-                op,
-                detail: format!("2^{} columns a block (at most 2^2)", self.cols_log),
-            });
-        }
-        Ok(())
     }
 }
 
@@ -284,13 +261,12 @@ impl NttTables {
 struct Pass {
     s: u32,
     k: u32,
-    c: u32,
 }
 
 impl Pass {
     /// Elements one block holds.
     fn block_elems(&self) -> u32 {
-        1 << (self.k + self.c)
+        1 << (self.k + COLS_LOG)
     }
 
     /// Threads of a block: one per 4 elements (a radix-4 step each).
@@ -302,8 +278,8 @@ impl Pass {
     /// (one when s == 0, one per column otherwise) and the columns' w_low values.
     fn shared_bytes(&self) -> u32 {
         let nb = self.block_elems();
-        let tables = if self.s == 0 { 1 } else { 1 << self.c };
-        let frs = nb + nb / 8 + (tables << self.k) + (1 << self.c) * NTT_MAX_K;
+        let tables = if self.s == 0 { 1 } else { 1 << COLS_LOG };
+        let frs = nb + nb / 8 + (tables << self.k) + (1 << COLS_LOG) * NTT_MAX_K;
         frs * std::mem::size_of::<FrRaw>() as u32
     }
 }
@@ -328,33 +304,17 @@ enum LastArg<'a> {
     },
 }
 
-/// Splits `log_n` stages into passes of at most NTT_MAX_K stages, as even as possible, each
-/// with up to 2^cols_log columns a block (fewer where the pass has fewer columns).
-fn passes(log_n: u32, cols_log: u32) -> Vec<Pass> {
+/// Splits `log_n` stages into passes of at most NTT_MAX_K stages, as even as possible.
+fn passes(log_n: u32) -> Vec<Pass> {
     let count = log_n.div_ceil(NTT_MAX_K);
     let mut out = Vec::with_capacity(count as usize);
     let mut s = 0;
     for p in 0..count {
         let k = (log_n - s) / (count - p);
-        // the first pass has 2^(log_n - k) columns, a later one 2^s per run of 2^(s+k)
-        let avail = if s == 0 { log_n - k } else { s };
-        out.push(Pass {
-            s,
-            k,
-            c: cols_log.min(avail),
-        });
+        out.push(Pass { s, k });
         s += k;
     }
     out
-}
-
-/// `CUZK_NTT_COLS` (0, 1 or 2) when set and valid at the first NTT of the process, else
-/// [`DEFAULT_COLS_LOG`]. Read once: not on every transform.
-fn cols_log() -> u32 {
-    static COLS: Knob<u32> = Knob::new();
-    COLS.get("CUZK_NTT_COLS", "0, 1 or 2", DEFAULT_COLS_LOG, |v| {
-        v.parse::<u32>().ok().filter(|&c| c <= 2)
-    })
 }
 
 /// Element order into and out of [`GpuDevice::ntt_core`]'s network.
@@ -469,17 +429,17 @@ impl GpuDevice {
 
     /// Runs an NTT of `kind` in place on `data`, whose length must be 2^k, 1 <= k <= 28.
     /// Queued on the device's stream; call [`GpuDevice::synchronize`] or download to wait.
-    /// Runs with [`NttOptions::from_env`]: from 2^10 points it moves the data through a
+    /// Runs with [`NttOptions::default`]: from 2^10 points it moves the data through a
     /// second buffer of the same size (the bit reversal fused into the first pass), and from
     /// 2^19 to 2^27 points it reads the last pass's twiddles from the device's top table
     /// ([`TOP_TABLE_BYTES`], built at the first such transform). Without device memory for
     /// either, it runs without it, with the same result.
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = data.len(), ?kind))]
     pub fn ntt(&self, data: &mut DeviceBuffer<Scalar>, kind: NttKind) -> Result<()> {
-        self.ntt_with_options(data, kind, NttOptions::from_env())
+        self.ntt_with_options(data, kind, NttOptions::default())
     }
 
-    /// As [`GpuDevice::ntt`] with `opts` instead of the defaults ([`NttOptions::from_env`]).
+    /// As [`GpuDevice::ntt`] with `opts` instead of the defaults ([`NttOptions::default`]).
     pub fn ntt_with_options(
         &self,
         data: &mut DeviceBuffer<Scalar>,
@@ -499,7 +459,7 @@ impl GpuDevice {
         kind: NttKind,
         scale: Scalar,
     ) -> Result<()> {
-        self.ntt_full(data, kind, scale, NttOptions::from_env())
+        self.ntt_full(data, kind, scale, NttOptions::default())
     }
 
     /// bellperson's `ifft` then `coset_fft` (evaluations on the domain to evaluations on the
@@ -512,7 +472,7 @@ impl GpuDevice {
     #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), n = data.len()))]
     pub fn evaluations_to_coset(&self, data: &mut DeviceBuffer<Scalar>) -> Result<()> {
         let log_n = check_ntt_len(data.len())?;
-        let opts = NttOptions::from_env();
+        let opts = NttOptions::default();
         let minv = scalar_raw(&invert(Scalar::from(data.len() as u64)));
         self.ntt_core(data, log_n, true, opts, Order::NaturalToBitrev, None, None)?;
         self.distribute_powers(data, false, minv, log_n)?;
@@ -538,9 +498,9 @@ impl GpuDevice {
     /// over the data.
     ///
     /// Six transforms instead of seven when the assignment satisfies its constraints, c = a b
-    /// element-wise on the domain (with [`NttOptions::negacyclic_h`], the default; one pass
-    /// over a, b and c checks it on the device first, and an assignment that does not satisfy
-    /// it takes the seven transforms, so the result is the same for any input): then
+    /// element-wise on the domain (one pass over a, b and c checks it on the device first,
+    /// and an assignment that does not satisfy it takes the seven transforms, so the result
+    /// is the same for any input): then
     /// C(X) = A(X) B(X) mod (X^m - 1), and with A B = P_lo + X^m P_hi (degrees below m) the
     /// quotient is h = P_hi and C = P_lo + P_hi. On the coset of zeta, a primitive 2m-th root
     /// of unity (zeta^m = -1), A B takes the values of N = P_lo - P_hi (X^m = -1 there), so
@@ -555,7 +515,7 @@ impl GpuDevice {
         b: &mut DeviceBuffer<Scalar>,
         c: &mut DeviceBuffer<Scalar>,
     ) -> Result<Scalar> {
-        self.h_polynomial_scaled_with_options(a, b, c, NttOptions::from_env())
+        self.h_polynomial_scaled_with_options(a, b, c, NttOptions::default())
     }
 
     /// As [`GpuDevice::h_polynomial_scaled`] with `opts` (the result does not depend on them).
@@ -566,20 +526,17 @@ impl GpuDevice {
         c: &mut DeviceBuffer<Scalar>,
         opts: NttOptions,
     ) -> Result<Scalar> {
-        opts.check("h_polynomial")?;
         let log_n = check_ntt_len(a.len())?;
         check_len("h_polynomial (b)", a.len(), b.len())?;
         check_len("h_polynomial (c)", a.len(), c.len())?;
-        if opts.negacyclic_h {
-            if self.satisfies_products(a, b, c)? {
-                return self.h_negacyclic(a, b, c, log_n, opts);
-            }
-            tracing::warn!(
-                n = a.len(),
-                "a b != c on the domain: the assignment does not satisfy its constraints, so its \
-                 proof cannot verify (H by seven transforms)"
-            );
+        if self.satisfies_products(a, b, c)? {
+            return self.h_negacyclic(a, b, c, log_n, opts);
         }
+        tracing::warn!(
+            n = a.len(),
+            "a b != c on the domain: the assignment does not satisfy its constraints, so its \
+             proof cannot verify (H by seven transforms)"
+        );
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let fwd = self.coset_tables(log_n, false, g)?;
         let inv = self.coset_tables(log_n, true, g)?;
@@ -718,7 +675,6 @@ impl GpuDevice {
         scale: Scalar,
         opts: NttOptions,
     ) -> Result<()> {
-        opts.check("ntt")?;
         let log_n = check_ntt_len(data.len())?;
         let inverse = matches!(kind, NttKind::Inverse | NttKind::CosetInverse);
         let raw = scalar_raw(&scale);
@@ -779,22 +735,22 @@ impl GpuDevice {
             (&t.fwd_small, &t.fwd_root_lo, &t.fwd_root_hi, &t.fwd_stage)
         };
         let stage = coset.map_or(plain_stage, |c| &c.stage);
-        let mut plan = passes(log_n, opts.cols_log);
+        let mut plan = passes(log_n);
         // (DIT order: the pass with s = 0 first, the one beyond the stage table last)
-        let (first_cols, last_stages) = (plan[0].c, plan[plan.len() - 1].k);
-        // a coset transform uses the top table when its first pass takes one column a block:
-        // the last pass's factors then go to the pass with s = 0 (FLAG_COSET_LOW, ntt.cu)
-        let top = match coset {
-            Some(_) if first_cols != 0 => None,
-            _ if opts.top_table => self.ntt_top(log_n)?,
-            _ => None,
+        let last_stages = plan[plan.len() - 1].k;
+        // a coset transform with the top table gives the last pass's factors to the pass with
+        // s = 0 (FLAG_COSET_LOW, ntt.cu: one column a block)
+        let top = if opts.top_table {
+            self.ntt_top(log_n)?
+        } else {
+            None
         };
         let coset_low = match (coset, top) {
             (Some(_), Some(_)) => FLAG_COSET_LOW | (last_stages << LOW_SHIFT),
             _ => 0,
         };
-        // CUZK_NTT_PROFILE prints the time of each kernel (crate::profile)
-        let mut steps = Steps::new(ntt_profile(), || format!("ntt 2^{log_n}"));
+        // with the device's NTT step timing, the time of each kernel (crate::profile)
+        let mut steps = Steps::new(self.step_timing().ntt, || format!("ntt 2^{log_n}"));
         steps.mark(self, "start");
         let dif = order.dif();
         if dif {
@@ -856,10 +812,7 @@ impl GpuDevice {
                 _ => &pass_fn,
             };
             self.launch_pass(f, dst, src, log_n, p, flags, &tables)?;
-            steps.mark(
-                self,
-                format_args!("pass s={} k={} c={} flags={flags}", p.s, p.k, p.c),
-            );
+            steps.mark(self, format_args!("pass s={} k={} flags={flags}", p.s, p.k));
         }
         if order.reverses() && via.is_none() && dif {
             self.bit_reverse(data, log_n)?;
@@ -888,7 +841,7 @@ impl GpuDevice {
         )
         .map_err(self.drv("allowing ntt_pass its shared memory"))?;
         let cfg = LaunchConfig {
-            grid_dim: (1u32 << (log_n - p.k - p.c), 1, 1),
+            grid_dim: (1u32 << (log_n - p.k - COLS_LOG), 1, 1),
             block_dim: (p.threads(), 1, 1),
             shared_mem_bytes: smem,
         };
@@ -909,7 +862,7 @@ impl GpuDevice {
         b.arg(&log_n)
             .arg(&p.s)
             .arg(&p.k)
-            .arg(&p.c)
+            .arg(&COLS_LOG)
             .arg(&flags)
             .arg(tables.small)
             .arg(tables.root_lo)
@@ -931,8 +884,7 @@ impl GpuDevice {
         // src, u32 logn, u32 s, u32 k, u32 c, u32 flags, const Fr* small[256], const Fr*
         // root_lo[2^14], const Fr* root_hi[2^14], const Fr* stage, const Fr* top), and the
         // _coset forms with last arguments const Fr* ct[29], const Fr* top, const Fr* low[512] instead of top, with
-        // s + k <= log_n <= 28, c <= s (s > 0) or c <= log_n - k (s == 0), 2^(log_n-k-c)
-        // blocks and the dynamic shared memory of Pass::shared_bytes, touch src and dst
+        // s + k <= log_n <= 28, c = COLS_LOG = 0 (one column a block), 2^(log_n-k) blocks and the dynamic shared memory of Pass::shared_bytes, touch src and dst
         // indices < 2^log_n: dst has that length (the
         // caller's data or a `via` buffer of the same length), so has src, a different
         // allocation when given (with FLAG_REV only then, at s = 0: the bit reversal of an
@@ -1142,22 +1094,18 @@ mod tests {
 
     #[test]
     fn passes_cover_every_stage() {
-        for cols in 0..=2 {
-            for log_n in 1..=MAX_LOG_SIZE {
-                let p = passes(log_n, cols);
-                let mut s = 0;
-                for q in &p {
-                    assert_eq!(q.s, s);
-                    assert!((1..=NTT_MAX_K).contains(&q.k));
-                    assert!(q.c <= cols);
-                    assert!(q.c <= if s == 0 { log_n - q.k } else { s });
-                    // fits the 227 KiB of shared memory one H200 block may use
-                    assert!(q.shared_bytes() <= 227 * 1024);
-                    assert!(q.threads() <= 1024);
-                    s += q.k;
-                }
-                assert_eq!(s, log_n);
+        for log_n in 1..=MAX_LOG_SIZE {
+            let p = passes(log_n);
+            let mut s = 0;
+            for q in &p {
+                assert_eq!(q.s, s);
+                assert!((1..=NTT_MAX_K).contains(&q.k));
+                // fits the 227 KiB of shared memory one H200 block may use
+                assert!(q.shared_bytes() <= 227 * 1024);
+                assert!(q.threads() <= 1024);
+                s += q.k;
             }
+            assert_eq!(s, log_n);
         }
     }
 
@@ -1207,7 +1155,7 @@ mod tests {
         assert!(!uses_top_table(STAGE_BITS) && !uses_top_table(TOP_BITS + 1));
         for log_n in STAGE_BITS + 1..=TOP_BITS {
             assert!(uses_top_table(log_n));
-            let p = *passes(log_n, 0).last().expect("passes");
+            let p = *passes(log_n).last().expect("passes");
             assert!(
                 p.s + p.k > STAGE_BITS,
                 "2^{log_n}: the last pass is beyond the stage table"
@@ -1251,25 +1199,24 @@ mod tests {
                 x.reverse_bits() >> (64 - bits)
             }
         };
+        let c = COLS_LOG;
         for log_n in [10u32, 11, 13, 18, 19, 20] {
-            for cols in 0..=2 {
-                let p = passes(log_n, cols)[0];
-                let hb = log_n - p.k;
-                let mut seen = vec![false; 1 << log_n];
-                for b in 0..1u64 << (log_n - p.k - p.c) {
-                    for cc in 0..1u64 << p.c {
-                        let r = (b << p.c) + cc;
-                        let col = rev(r, hb);
-                        for j in 0..1u64 << p.k {
-                            let natural = (rev(j, p.k) << hb) | r;
-                            let place = (col << p.k) + j;
-                            assert_eq!(natural, rev(place, log_n), "2^{log_n}, 2^{cols} columns");
-                            assert!(!std::mem::replace(&mut seen[natural as usize], true));
-                        }
+            let p = passes(log_n)[0];
+            let hb = log_n - p.k;
+            let mut seen = vec![false; 1 << log_n];
+            for b in 0..1u64 << (log_n - p.k - c) {
+                for cc in 0..1u64 << c {
+                    let r = (b << c) + cc;
+                    let col = rev(r, hb);
+                    for j in 0..1u64 << p.k {
+                        let natural = (rev(j, p.k) << hb) | r;
+                        let place = (col << p.k) + j;
+                        assert_eq!(natural, rev(place, log_n), "2^{log_n}");
+                        assert!(!std::mem::replace(&mut seen[natural as usize], true));
                     }
                 }
-                assert!(seen.iter().all(|&x| x), "2^{log_n}, 2^{cols} columns");
             }
+            assert!(seen.iter().all(|&x| x), "2^{log_n}");
         }
     }
 

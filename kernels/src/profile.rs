@@ -1,25 +1,45 @@
-//! Step timing for measurements. With `CUZK_MSM_PROFILE` (the MSMs, and the engine's steps
-//! that build a partition's query scalars) or `CUZK_NTT_PROFILE` (the transforms' passes) set
-//! to any value, each step is timed apart on stderr as `<label> <step>: <time>`, the device
-//! synchronised after it: the operation runs slower, so these are for measurements only.
-//! Each variable is read once per process ([`Knob`]).
+//! Step timing for measurements. A device whose [`StepTiming`] turns on the MSMs (and the
+//! engine's steps that build a partition's query scalars) or the transforms' passes times
+//! each step apart on stderr as `<label> <step>: <time>`, the device synchronised after it:
+//! the operation runs slower, so this is for measurements only (`kernels_bench --profile`,
+//! `gpu_partition_bench --profile`), never part of a daemon's or an engine's configuration.
 
 use std::fmt::Display;
 use std::time::Instant;
 
 use crate::device::GpuDevice;
-use crate::knobs::Knob;
 
-/// Whether `CUZK_MSM_PROFILE` is set (any value).
-pub fn msm_profile() -> bool {
-    static ON: Knob<bool> = Knob::new();
-    ON.get("CUZK_MSM_PROFILE", "any value", false, |_| Some(true))
+/// Which operations of a device time their steps apart ([`GpuDevice::set_step_timing`]).
+/// Off (the default) for both; the results never depend on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepTiming {
+    /// Each step of an MSM chunk (labelled `msm <curve> n=<points>`) and of the engine's
+    /// query scalars (`query <name>`).
+    pub msm: bool,
+    /// Each pass of a transform (labelled `ntt 2^<log size>`).
+    pub ntt: bool,
 }
 
-/// Whether `CUZK_NTT_PROFILE` is set (any value).
-pub fn ntt_profile() -> bool {
-    static ON: Knob<bool> = Knob::new();
-    ON.get("CUZK_NTT_PROFILE", "any value", false, |_| Some(true))
+impl StepTiming {
+    /// `msm`, `ntt` or `all`, as the benchmarks' `--profile` takes it; `None` for anything
+    /// else.
+    pub fn parse(what: &str) -> Option<StepTiming> {
+        match what {
+            "msm" => Some(StepTiming {
+                msm: true,
+                ntt: false,
+            }),
+            "ntt" => Some(StepTiming {
+                msm: false,
+                ntt: true,
+            }),
+            "all" => Some(StepTiming {
+                msm: true,
+                ntt: true,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// The steps of one operation, each printed with the time since the previous mark (or since
@@ -60,6 +80,27 @@ impl Steps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_takes_the_three_names() {
+        assert_eq!(
+            StepTiming::parse("msm").map(|t| (t.msm, t.ntt)),
+            Some((true, false))
+        );
+        assert_eq!(
+            StepTiming::parse("ntt").map(|t| (t.msm, t.ntt)),
+            Some((false, true))
+        );
+        assert_eq!(
+            StepTiming::parse("all").map(|t| (t.msm, t.ntt)),
+            Some((true, true))
+        );
+        assert_eq!(StepTiming::parse("1"), None);
+        assert_eq!(
+            StepTiming::default(),
+            StepTiming::parse("none").unwrap_or_default()
+        );
+    }
 
     #[test]
     fn off_builds_no_label() {

@@ -1,4 +1,7 @@
 //! Seeded random inputs for tests and benchmarks: scalars and curve points made quickly.
+//! Test support, not product API: compiled only with the crate's `testdata` feature, which
+//! the crate's tests, `kernels_bench` and the engine's benchmarks turn on. Functions here may
+//! panic (they serve tests).
 //!
 //! Points are generated in chunks: chunk c holds `B_c + i * A_c` for random `A_c`, `B_c`,
 //! computed with one addition per point in parallel over chunks, then batch-normalised.

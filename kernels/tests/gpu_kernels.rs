@@ -108,19 +108,6 @@ fn field_ops_match_blstrs() {
             );
         }
     }
-    // the FP64-pipe products (field_f64.cuh) on the same inputs, edge cases included
-    let got = field::fr_mul_f64(&dev, &a, &b).unwrap();
-    for i in 0..n {
-        assert_eq!(got[i], a[i] * b[i], "Fr mul_f64 at {i} (seed {seed})");
-    }
-    let got = field::fp_mul_f64(&dev, &a1, &b1).unwrap();
-    for i in 0..n {
-        assert_eq!(
-            got[i].l,
-            host::fp_mul(&a1[i], &b1[i]).l,
-            "Fp mul_f64 at {i} (seed {seed})"
-        );
-    }
     // the sum of two products with one reduction (mul_sum), edge cases included
     let got = field::fp_mul_sum(&dev, &a1, &b1).unwrap();
     for i in 0..n {
@@ -219,48 +206,11 @@ fn ntt_matches_bellperson_at_every_size_up_to_2_22() {
     }
 }
 
-/// The default options with 2^`cols_log` columns a block in each pass.
-fn columns(cols_log: u32) -> NttOptions {
-    NttOptions {
-        cols_log,
-        ..NttOptions::from_env()
-    }
-}
-
-#[test]
-#[ignore = "needs a CUDA device"]
-fn ntt_matches_bellperson_with_every_column_count() {
-    // log2 of the columns one block of a pass takes (the default is covered above); the pass
-    // plan changes at 2^10 (two passes) and 2^19 (three passes)
-    let dev = device();
-    let seed = seed();
-    println!("seed {seed}");
-    for cols in 0..=2u32 {
-        for log_n in (1..=12u32).chain([16, 18, 19, 20]) {
-            let n = 1usize << log_n;
-            let input = scalars(seed + 100 + log_n as u64, n);
-            for kind in [NttKind::Forward, NttKind::CosetInverse] {
-                let mut buf = dev.upload(&input).unwrap();
-                dev.ntt_with_options(&mut buf, kind, columns(cols)).unwrap();
-                let got = dev.download(&buf).unwrap();
-                let mut want = input.clone();
-                reference::ntt(&mut want, kind);
-                if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
-                    panic!("{kind:?} 2^{log_n} with 2^{cols} columns differs first at {i} (seed {seed})");
-                }
-            }
-        }
-    }
-    let mut buf = dev.upload(&scalars(seed, 16)).unwrap();
-    assert!(dev
-        .ntt_with_options(&mut buf, NttKind::Forward, columns(3))
-        .is_err());
-}
-
 /// Every combination of the NTT's options (the top twiddle table, the bit reversal fused
-/// into a pass) gives bellperson's transforms: each kind at sizes with one, two and three
-/// passes (from 2^19 the last pass reads the top table when it is on), with 1 and 2 columns a
-/// block; and the H polynomial gives the same kappa * h' either way.
+/// into a pass: what a transform does without the memory for them) gives bellperson's
+/// transforms: each kind at sizes with one, two and three passes (from 2^19 the last pass
+/// reads the top table when it is on); and the H polynomial gives the same kappa * h' either
+/// way.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn ntt_options_give_the_same_transforms() {
@@ -283,25 +233,23 @@ fn ntt_options_give_the_same_transforms() {
             reference::ntt(&mut want, kind);
             for top_table in [false, true] {
                 for fused_reversal in [false, true] {
-                    for cols_log in [0, 1] {
-                        let opts = NttOptions {
-                            cols_log,
-                            top_table,
-                            fused_reversal,
-                            negacyclic_h: true,
-                        };
-                        let mut buf = dev.upload(&input).unwrap();
-                        dev.ntt_with_options(&mut buf, kind, opts).unwrap();
-                        let got = dev.download(&buf).unwrap();
-                        if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
-                            panic!("{kind:?} 2^{log_n} with {opts:?} differs first at {i} (seed {seed})");
-                        }
+                    let opts = NttOptions {
+                        top_table,
+                        fused_reversal,
+                    };
+                    let mut buf = dev.upload(&input).unwrap();
+                    dev.ntt_with_options(&mut buf, kind, opts).unwrap();
+                    let got = dev.download(&buf).unwrap();
+                    if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+                        panic!(
+                            "{kind:?} 2^{log_n} with {opts:?} differs first at {i} (seed {seed})"
+                        );
                     }
                 }
             }
         }
     }
-    // H with c = a b (a satisfied assignment), so that negacyclic_h takes six transforms
+    // H with c = a b (a satisfied assignment: six transforms)
     for log_n in [10u32, 19, 20] {
         let n = 1usize << log_n;
         let mut abc: Vec<Vec<Scalar>> = (0..2)
@@ -309,21 +257,12 @@ fn ntt_options_give_the_same_transforms() {
             .collect();
         abc.push(abc[0].iter().zip(&abc[1]).map(|(x, y)| x * y).collect());
         let mut results = Vec::new();
-        for (top_table, fused_reversal, negacyclic_h) in [
-            (false, false, false),
-            (true, false, false),
-            (false, true, false),
-            (true, true, false),
-            (false, false, true),
-            (true, false, true),
-            (false, true, true),
-            (true, true, true),
-        ] {
+        for (top_table, fused_reversal) in
+            [(false, false), (true, false), (false, true), (true, true)]
+        {
             let opts = NttOptions {
-                cols_log: 0,
                 top_table,
                 fused_reversal,
-                negacyclic_h,
             };
             let [mut a, mut b, mut c] = [0, 1, 2].map(|k| dev.upload(&abc[k]).unwrap());
             let kappa = dev
@@ -352,23 +291,12 @@ fn ntt_options_give_the_same_transforms() {
         let mut want = input.clone();
         reference::ntt(&mut want, kind);
         let mut buf = side.upload(&input).unwrap();
-        side.ntt_with_options(&mut buf, kind, NttOptions::from_env())
-            .unwrap();
+        side.ntt(&mut buf, kind).unwrap();
         assert!(
             side.download(&buf).unwrap() == want,
             "{kind:?} 2^20 on a side stream (seed {seed})"
         );
     }
-    let mut buf = dev.upload(&scalars(seed, 1 << 12)).unwrap();
-    let bad = NttOptions {
-        cols_log: 3,
-        top_table: true,
-        fused_reversal: true,
-        negacyclic_h: true,
-    };
-    assert!(dev
-        .ntt_with_options(&mut buf, NttKind::Forward, bad)
-        .is_err());
 }
 
 #[test]
@@ -464,9 +392,8 @@ fn fused_h_transforms_match_the_plain_ones() {
 /// (`h_polynomial_scaled`): kappa times its output equals the plain device sequence
 /// (evaluations_to_coset, a*b - c, the inverse coset transform scaled by 1/Z) at every size
 /// 2^1 .. 2^22 (one, two and three passes; from 2^19 the last pass's twiddles are computed,
-/// not tabled) and 2^24, with 1, 2 and 4 columns a block at a few sizes, and bellperson's
-/// steps on the host up to 2^14; both for random a, b, c (seven transforms) and for c = a b
-/// (a satisfied assignment: six transforms, `NttOptions::negacyclic_h`), which
+/// not tabled) and 2^24, and bellperson's steps on the host up to 2^14; both for random a, b,
+/// c (seven transforms) and for c = a b (a satisfied assignment: six transforms), which
 /// `satisfies_products` tells apart.
 #[test]
 #[ignore = "needs a CUDA device"]
@@ -485,11 +412,6 @@ fn h_polynomial_scaled_matches_the_plain_steps() {
         abc[2][n / 2] = Scalar::ONE;
         let product: Vec<Scalar> = abc[0].iter().zip(&abc[1]).map(|(x, y)| x * y).collect();
         let z = cuzk_kernels::coset_z_inverse(log_n);
-        let cols: &[u32] = if [1, 2, 9, 10, 18, 19, 20].contains(&log_n) {
-            &[0, 1, 2]
-        } else {
-            &[0]
-        };
         for (satisfied, c_in) in [(false, &abc[2]), (true, &product)] {
             // the plain steps on the device
             let [mut pa, mut pb] = [0, 1].map(|k| dev.upload(&abc[k]).unwrap());
@@ -505,16 +427,12 @@ fn h_polynomial_scaled_matches_the_plain_steps() {
             dev.fr_mul_sub_assign(&mut pa, &pb, &pc).unwrap();
             dev.ntt_scaled(&mut pa, NttKind::CosetInverse, z).unwrap();
             let want = dev.download(&pa).unwrap();
-            for &c in cols {
-                let [mut a, mut b] = [0, 1].map(|k| dev.upload(&abc[k]).unwrap());
-                let mut cc = dev.upload(c_in).unwrap();
-                let kappa = dev
-                    .h_polynomial_scaled_with_options(&mut a, &mut b, &mut cc, columns(c))
-                    .unwrap();
-                let got = dev.download(&a).unwrap();
-                if let Some(i) = (0..n).find(|&i| got[i] * kappa != want[i]) {
-                    panic!("h_polynomial_scaled 2^{log_n}, 2^{c} columns, c = a b {satisfied}, differs first at {i} (seed {seed})");
-                }
+            let [mut a, mut b] = [0, 1].map(|k| dev.upload(&abc[k]).unwrap());
+            let mut cc = dev.upload(c_in).unwrap();
+            let kappa = dev.h_polynomial_scaled(&mut a, &mut b, &mut cc).unwrap();
+            let got = dev.download(&a).unwrap();
+            if let Some(i) = (0..n).find(|&i| got[i] * kappa != want[i]) {
+                panic!("h_polynomial_scaled 2^{log_n}, c = a b {satisfied}, differs first at {i} (seed {seed})");
             }
             if log_n <= 14 {
                 let mut t = [abc[0].clone(), abc[1].clone(), c_in.clone()];
@@ -541,10 +459,6 @@ fn h_polynomial_scaled_matches_the_plain_steps() {
     let mut b = dev.upload(&scalars(seed, 1024)).unwrap();
     let mut c = dev.upload(&scalars(seed, 512)).unwrap();
     assert!(dev.h_polynomial_scaled(&mut a, &mut b, &mut c).is_err());
-    let mut c = dev.upload(&scalars(seed, 1024)).unwrap();
-    assert!(dev
-        .h_polynomial_scaled_with_options(&mut a, &mut b, &mut c, columns(3))
-        .is_err());
     // f scales c in a*b - c f
     let n = 4099;
     let (x, y, w) = (scalars(seed, n), scalars(seed + 1, n), scalars(seed + 2, n));
@@ -922,55 +836,6 @@ fn msm_g2_matches_blstrs() {
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA device"]
-fn batch_affine_probe_sums_match_blstrs() {
-    // The batch-affine addition probe (probe::affine_batch, used by no MSM): every
-    // accumulator of every thread against the same sum on the host, for each kernel and curve.
-    use cuzk_kernels::probe::{affine_batch, AffineBatch};
-    let dev = device();
-    let seed = seed();
-    println!("seed {seed}");
-    let p1 = g1_points(seed, 1024);
-    let p2 = g2_points(seed + 1, 1024);
-    let b1 = dev.upload_g1_bases(&p1).unwrap();
-    let b2 = dev.upload_g2_bases(&p2).unwrap();
-    for (kind, n, rounds) in [
-        (AffineBatch::B64, 100u32, 3u32),
-        (AffineBatch::B256, 9, 2),
-        (AffineBatch::B1024, 2, 2),
-        (AffineBatch::B1024FourBlocks, 3, 1),
-    ] {
-        let b = kind.per_thread();
-        let index = |t: u32, j: u32, k: u32| ((t * b + j + 7919 * k) & 1023) as usize;
-        let got = affine_batch(&dev, &b1, kind, n, rounds).unwrap();
-        let got2 = affine_batch(&dev, &b2, kind, n, rounds).unwrap();
-        assert_eq!(got.len(), (b * n) as usize);
-        assert_eq!(got2.len(), (b * n) as usize);
-        for t in 0..n {
-            for j in 0..b {
-                let want: G1Projective = (0..=rounds)
-                    .map(|k| G1Projective::from(p1[index(t, j, k)]))
-                    .sum();
-                assert_eq!(
-                    got[(j * n + t) as usize],
-                    want.to_affine(),
-                    "G1 {kind:?} thread {t} accumulator {j} (seed {seed})"
-                );
-                let want: G2Projective = (0..=rounds)
-                    .map(|k| G2Projective::from(p2[index(t, j, k)]))
-                    .sum();
-                assert_eq!(
-                    got2[(j * n + t) as usize],
-                    want.to_affine(),
-                    "G2 {kind:?} thread {t} accumulator {j} (seed {seed})"
-                );
-            }
-        }
-        println!("{kind:?}: {} sums a curve ok", b * n);
-    }
-}
-
 /// The chunked path (inputs over `MAX_CHUNK` points, such as a 32 GiB partition's H, L, A
 /// and B MSMs) against blstrs, at chunk sizes that leave a short last chunk or none, with a
 /// chunk whose scalars are all zero, and an offset into a longer scalar buffer; G1 and G2.
@@ -1051,8 +916,8 @@ fn msm_chunked_matches_blstrs() {
     println!("chunked MSMs ok");
 }
 
-/// One chunk of 2^27 points, as `CUZK_MSM_CHUNK_LOG=27` runs a 32 GiB partition's H and L
-/// MSMs, gives the sum that chunks of 2^26 and of 3 * 2^24 give (the chunked path is tied to
+/// One chunk of 2^27 points (`msm_chunked` with a chunk above `MAX_CHUNK`: a 32 GiB
+/// partition's H and L MSMs in one chunk), gives the sum that chunks of 2^26 and of 3 * 2^24 give (the chunked path is tied to
 /// blstrs by `msm_chunked_matches_blstrs`; blstrs itself takes minutes at this size): random
 /// and Filecoin-shaped scalars over 2^27 G1 points (2^16 distinct random points, tiled).
 /// Needs about 20 GiB of device memory.

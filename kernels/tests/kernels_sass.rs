@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use cuzk_kernels::compile::{
-    compile_module, compile_module_with, KernelModule, FIELD, MSM_G1_ACCUMULATE, NTT,
+    compile_module, compile_module_with, KernelModule, MSM_G1_ACCUMULATE, NTT,
 };
 
 /// The NTT pass kernels (every form). Each must fit six blocks of 128 threads an SM: at most
@@ -33,8 +33,6 @@ const ELEMENT_KERNELS: &[&str] = &[
     "fr_mul_sub",
     "fr_mul_sub_scaled",
 ];
-/// The field module's Fr product-rate probe.
-const FIELD_KERNELS: &[&str] = &["fr_mul_rate"];
 const PASS_MAX_REGISTERS: u32 = 80;
 /// The G1 accumulation's registers for three blocks of 128 threads an SM (65,536 / 384,
 /// rounded down to ptxas's allocation unit of 8).
@@ -143,25 +141,23 @@ fn kernels_sass_fr_products_are_whole_wide_multiplies() {
         .chain(ELEMENT_KERNELS)
         .copied()
         .collect();
-    for (module, names) in [(&NTT, &ntt_kernels[..]), (&FIELD, FIELD_KERNELS)] {
-        let kernels = sass(module);
-        for name in names {
-            let ops = kernels
-                .get(*name)
-                .unwrap_or_else(|| panic!("{}: no kernel {name} in the SASS", module.name));
-            let wide = count(ops, "IMAD.WIDE.U32.X");
-            let split = count(ops, "IMAD.HI.U32.X");
-            assert!(
-                wide > 0,
-                "{}: {name} has no IMAD.WIDE.U32.X: not a product kernel?",
-                module.name
-            );
-            assert_eq!(
-                split, 0,
-                "{}: {name} splits {split} products into IMAD.X + IMAD.HI.U32.X (beside {wide} whole ones)",
-                module.name
-            );
-        }
+    let kernels = sass(&NTT);
+    for name in &ntt_kernels {
+        let ops = kernels
+            .get(*name)
+            .unwrap_or_else(|| panic!("{}: no kernel {name} in the SASS", NTT.name));
+        let wide = count(ops, "IMAD.WIDE.U32.X");
+        let split = count(ops, "IMAD.HI.U32.X");
+        assert!(
+            wide > 0,
+            "{}: {name} has no IMAD.WIDE.U32.X: not a product kernel?",
+            NTT.name
+        );
+        assert_eq!(
+            split, 0,
+            "{}: {name} splits {split} products into IMAD.X + IMAD.HI.U32.X (beside {wide} whole ones)",
+            NTT.name
+        );
     }
 }
 

@@ -22,14 +22,16 @@
 //!
 //! Usage on a GPU machine:
 //! `gpu_partition_bench [--shape porep|porep-measured|window-post] [--log-m 27] [--check-log-m 16] [--runs 3] [--b-g2 device|host|both]
-//! [--upload staged|pageable|ahead|all] [--masks resident|fresh|both]` (`--log-m 0` skips the
-//! large run; `--masks fresh` makes the density masks for each partition instead of keeping
+//! [--upload staged|pageable|ahead|all] [--masks resident|fresh|both] [--profile msm|ntt|all]`
+//! (`--log-m 0` skips the large run; `--masks fresh` makes the density masks for each partition instead of keeping
 //! them on the device between partitions, as the backend does; `--b-g2 host` computes
 //! B in G2 on the host's cores while the device works; `--upload pageable` copies the assignment
 //! straight from pageable memory instead of through page-locked staging buffers; `--upload
 //! ahead` adds partitions back to back with each next assignment uploaded on a side stream
-//! during the current kernels; every mode by default). Times are wall clock with the device synchronised
-//! after each phase; the first large run is a warm-up and is printed but not counted.
+//! during the current kernels; every mode by default; `--profile` prints the time of each step
+//! of the MSMs and the query scalars, of the transforms' passes, or both, which slows them,
+//! `cuzk_kernels::profile`). Times are wall clock with the device synchronised after each
+//! phase; the first large run is a warm-up and is printed but not counted.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -350,7 +352,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .flat_map(|&g| upload_modes.iter().map(move |&u| (g, u)))
         .flat_map(|(g, u)| mask_modes.iter().map(move |&k| (g, u, k)))
         .collect();
-    let mut gpu = CudaBackend::open(0)?;
+    let timing = match flag("--profile") {
+        None => cuzk_engine::kernels::StepTiming::default(),
+        Some(what) => cuzk_engine::kernels::StepTiming::parse(what)
+            .ok_or("--profile takes msm, ntt or all")?,
+    };
+    let mut gpu = CudaBackend::open(0)?.with_step_timing(timing);
     println!(
         "# gpu_partition_bench on {} (PCI {}, {} GiB), {} CPU threads",
         gpu.device_name(),

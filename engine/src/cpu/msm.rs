@@ -12,12 +12,11 @@
 //! and 64-bit ones; on 16 cores, 1.13-1.41x from 2^20 to 2^24 and 1.07-1.41x at 2^26 in
 //! chunks (1.03x on 2 cores; docs/benchmarks.md, CHANGELOG.md). G1's stay blst's:
 //! batch-affine buckets gained little (1.01-1.19x from 2^16 to 2^22 on 2 cores, 1.04-1.07x at
-//! 2^22 and 2^24 on 16, none below 2^16) and nothing measurable in a whole proof.
-//! `CUZK_CPU_BATCH_AFFINE=0` gives G2's runs to blst too, to compare.
+//! 2^22 and 2^24 on 16, none below 2^16) and nothing measurable in a whole proof. The
+//! `cpu_msm` example compares the two on any size.
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, MultiPoint};
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_kernels::knobs::Knob;
 use cuzk_pce::Density;
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Group};
@@ -142,21 +141,15 @@ fn wide_g1(points: &[blst_p1_affine], bytes: &[u8], nbits: usize) -> Result<G1Pr
 const G2_BATCH_AFFINE_CHUNK: usize = 1 << 24;
 
 /// G2's Pippenger runs, as [`wide_g1`]'s: batch-affine buckets, in chunks of at most
-/// [`G2_BATCH_AFFINE_CHUNK`] points, unless `CUZK_CPU_BATCH_AFFINE=0` (read once; for
-/// measurements, both ways give the same sums), else blst's.
+/// [`G2_BATCH_AFFINE_CHUNK`] points.
 fn wide_g2(points: &[blst_p2_affine], bytes: &[u8], nbits: usize) -> Result<G2Projective, String> {
-    static ON: Knob<bool> = Knob::new();
-    if ON.switch("CUZK_CPU_BATCH_AFFINE") {
-        batch_affine::msm_chunked::<batch_affine::G2>(
-            points,
-            bytes,
-            nbits.div_ceil(8),
-            nbits,
-            G2_BATCH_AFFINE_CHUNK,
-        )
-    } else {
-        Ok(g2_from_raw(&points.mult(bytes, nbits)))
-    }
+    batch_affine::msm_chunked::<batch_affine::G2>(
+        points,
+        bytes,
+        nbits.div_ceil(8),
+        nbits,
+        G2_BATCH_AFFINE_CHUNK,
+    )
 }
 
 macro_rules! msm_impl {

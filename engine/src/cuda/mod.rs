@@ -122,6 +122,13 @@ impl CudaBackend {
         })
     }
 
+    /// Times the device's MSM or NTT steps apart on stderr (`cuzk_kernels::profile`): for
+    /// measurements only, each step waits for the device. Off by default.
+    pub fn with_step_timing(mut self, timing: cuzk_kernels::StepTiming) -> Self {
+        self.dev.set_step_timing(timing);
+        self
+    }
+
     /// Computes the B query in G2 on the host's cores (the CPU backend's MSM) while the
     /// device does the rest, instead of on the device. Same proofs either way; it pays when
     /// the host has cores to spare (see docs/benchmarks.md). Off by default.

@@ -3,7 +3,7 @@
 //! [`GpuDevice::h_polynomial_scaled`] leaves every constant scaling (1/m, 1/Z) to one factor
 //! kappa, by which the prover multiplies the H MSM's result. An assignment that satisfies its
 //! constraints (c = a b on the domain, which every valid proof needs) takes six transforms
-//! instead of seven (`NttOptions::negacyclic_h`); the coefficients are the same either way.
+//! instead of seven; the coefficients are the same either way.
 
 use blstrs::Scalar;
 use cuzk_kernels::{DeviceBuffer, GpuDevice};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use blstrs::{G2Affine, G2Projective, Scalar};
 use cuzk_kernels::msm::MAX_CHUNK;
-use cuzk_kernels::profile::{msm_profile, Steps};
+use cuzk_kernels::profile::Steps;
 use cuzk_kernels::{
     Bases, DeviceBitmap, DeviceBuffer, GpuDevice, MsmCurve, PciId, SortedScalars, Staging,
 };
@@ -538,7 +538,7 @@ pub fn prove_msms(
         };
 
         let a_sum = phase(dev, partition, "msm_a", &mut t.msm_a, || {
-            let mut steps = query_steps("A");
+            let mut steps = query_steps(dev, "A");
             let scalars =
                 head_then_selected(dev, &mut steps, &input, d_aux.as_ref(), masks.a(), lens.a)?;
             let sum = match &scalars {
@@ -552,7 +552,7 @@ pub fn prove_msms(
         })?;
 
         let b_scalars = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
-            let mut steps = query_steps("B");
+            let mut steps = query_steps(dev, "B");
             head_then_selected(
                 dev,
                 &mut steps,
@@ -569,15 +569,13 @@ pub fn prove_msms(
 
         // B in G1 and in G2 on the device have the same scalars: sorted into bucket lists once
         // (when they fit one MSM chunk, as every Filecoin circuit's do), in B G1's phase.
-        // CUZK_MSM_SORT_ONCE=0 sorts them for each MSM, to compare the two on a device.
-        let sort_once = sort_once();
         let b_sorted = phase(
             dev,
             partition,
             "msm_b_g1",
             &mut t.msm_b_g1,
             || match &b_scalars {
-                Some(s) if sort_once && host.is_none() && lens.b_g1 <= MAX_CHUNK => {
+                Some(s) if host.is_none() && lens.b_g1 <= MAX_CHUNK => {
                     dev.msm_sort(s, 0..lens.b_g1).map(Some)
                 }
                 _ => Ok(None),
@@ -684,18 +682,11 @@ fn release<T: Send + 'static>(v: T, bytes: usize) {
         .spawn(move || drop(v));
 }
 
-/// `CUZK_MSM_PROFILE`: the steps that build a query's scalars (allocation, the inputs' copy,
-/// the compaction, the MSM, the free), timed apart as the MSMs' steps are
+/// With the device's MSM step timing: the steps that build a query's scalars (allocation,
+/// the inputs' copy, the compaction, the MSM, the free), timed apart as the MSMs' steps are
 /// ([`cuzk_kernels::profile`]), labelled `query <name>`.
-fn query_steps(name: &'static str) -> Steps {
-    Steps::new(msm_profile(), || format!("query {name}"))
-}
-
-/// `CUZK_MSM_SORT_ONCE`: on unless `0` (read once; for measurements: both ways give the
-/// same proof).
-fn sort_once() -> bool {
-    static ONCE: cuzk_kernels::knobs::Knob<bool> = cuzk_kernels::knobs::Knob::new();
-    ONCE.switch("CUZK_MSM_SORT_ONCE")
+fn query_steps(dev: &GpuDevice, name: &'static str) -> Steps {
+    Steps::new(dev.step_timing().msm, || format!("query {name}"))
 }
 
 #[cfg(test)]

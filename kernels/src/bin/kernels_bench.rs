@@ -1,9 +1,11 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick] [--max-log N] [--only rates|ntt|g1|g2|overlap|chunked]` on a GPU machine. Times are medians of several runs after
-//! a warm-up, each run ending with a device synchronisation. MSM times are with bases and
-//! scalars already on the device; the "+ H2D" column adds uploading scalars from the host;
+//! Usage: `kernels_bench [--quick] [--max-log N] [--only ntt|g1|g2|overlap|chunked]
+//! [--profile msm|ntt|all]` on a GPU machine (`--profile` prints the time of each step of the
+//! MSMs, of the transforms' passes, or both, which slows them: `cuzk_kernels::profile`). Times are medians of several runs after a warm-up, each run ending with a device
+//! synchronisation. MSM times are with bases and scalars already on the device; the "+ H2D"
+//! column adds uploading scalars from the host;
 //! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
 //! one, 15% below 2^32, 10% full width: `testdata::filecoin_scalars`).
 //! Points: 2^22 distinct random G1 points (2^20 for G2), repeated to fill larger sizes. G1
@@ -15,7 +17,8 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
 use cuzk_kernels::{
-    msm_scratch_bytes, Bases, DeviceBuffer, G1Bases, GpuDevice, MsmCurve, NttKind, G1, G2,
+    msm_scratch_bytes, Bases, DeviceBuffer, G1Bases, GpuDevice, MsmCurve, NttKind, StepTiming, G1,
+    G2,
 };
 
 /// What every bench step returns: a device error, or one of the arguments', ends the run with
@@ -23,7 +26,7 @@ use cuzk_kernels::{
 type BenchResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
 /// The values `--only` takes: one table (or one of the extra measurements) instead of all.
-const ONLY: &[&str] = &["rates", "ntt", "g1", "g2", "overlap", "chunked"];
+const ONLY: &[&str] = &["ntt", "g1", "g2", "overlap", "chunked"];
 
 /// `n` G1 bases on the device: min(n, 2^22) distinct random points, repeated (tiled on the
 /// device from one upload of the distinct points).
@@ -126,7 +129,16 @@ fn run() -> BenchResult {
             _ => return Err("--max-log takes a number from 20 to 28".into()),
         },
     };
-    let dev = GpuDevice::open(0)?;
+    // --profile WHAT: step timing of the MSMs, the transforms or both
+    let timing = match args.iter().position(|a| a == "--profile") {
+        None => StepTiming::default(),
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|what| StepTiming::parse(what))
+            .ok_or("--profile takes msm, ntt or all")?,
+    };
+    let mut dev = GpuDevice::open(0)?;
+    dev.set_step_timing(timing);
     println!(
         "# cuzk-kernels bench on {} ({}, PCI {}, {} GiB)",
         dev.name(),
@@ -136,68 +148,6 @@ fn run() -> BenchResult {
     );
     let runs = if quick { 3 } else { 5 };
 
-    if want("rates") {
-        let (fr, fp) = cuzk_kernels::probe::field_mul_rates(&dev)?;
-        println!("\n## Raw rates (sppark on an H200: Fp mul 2.68e10/s, Fr mul 5.9e10/s, G1 madd 2.59e9/s, G2 add 8.2e8/s)");
-        println!("Fr mul {fr:.3e}/s, Fp mul {fp:.3e}/s (inline products)");
-        let (sq_mul, sq_ded) = cuzk_kernels::probe::sqr_rates(&dev)?;
-        println!(
-            "Fp squares: {sq_mul:.3e}/s as products, {sq_ded:.3e}/s dedicated ({:.2}x)",
-            sq_ded / sq_mul
-        );
-        let g1 = dev.upload_g1_bases(&g1_points(5, 1024))?;
-        let g2 = dev.upload_g2_bases(&g2_points(6, 1024))?;
-        let r1 = cuzk_kernels::probe::madd_rate(&dev, &g1)?;
-        let r2 = cuzk_kernels::probe::madd_rate(&dev, &g2)?;
-        println!("G1 madd {r1:.3e}/s, G2 madd {r2:.3e}/s (inlined, as in msm_accumulate)");
-        let o1 = cuzk_kernels::probe::madd_rate_out_of_line(&dev, &g1)?;
-        let o2 = cuzk_kernels::probe::madd_rate_out_of_line(&dev, &g2)?;
-        println!("G1 madd {o1:.3e}/s, G2 madd {o2:.3e}/s (out-of-line field products)");
-        let p = cuzk_kernels::probe::pipe_rates(&dev)?;
-        println!(
-            "IMAD.WIDE {:.3e}/s alone, DFMA {:.3e}/s alone; interleaved: {:.3e}/s each (both pipes at once if near the lone rates)",
-            p.imad_wide, p.dfma, p.mixed
-        );
-        use cuzk_kernels::probe::{affine_batch_rate, AffineBatch};
-        let kinds = [
-            AffineBatch::B64,
-            AffineBatch::B256,
-            AffineBatch::B1024,
-            AffineBatch::B1024FourBlocks,
-        ];
-        let label = |kind: AffineBatch, r: f64| {
-            let four = if kind == AffineBatch::B1024FourBlocks {
-                ", 4 blocks an SM"
-            } else {
-                ""
-            };
-            format!("{r:.3e}/s with {} a thread{four}", kind.per_thread())
-        };
-        let mut ab1 = Vec::new();
-        let mut ab2 = Vec::new();
-        for kind in kinds {
-            ab1.push(label(kind, affine_batch_rate(&dev, &g1, kind)?));
-            ab2.push(label(kind, affine_batch_rate(&dev, &g2, kind)?));
-        }
-        println!(
-            "G1 batch-affine additions (one inversion a thread's batch): {}",
-            ab1.join(", ")
-        );
-        println!(
-            "G2 batch-affine additions (one inversion a thread's batch): {}",
-            ab2.join(", ")
-        );
-        let f = cuzk_kernels::probe::f64_rates(&dev)?;
-        println!(
-            "FP64-pipe products: Fr by a constant {:.3e}/s (integer {fr:.3e}/s, {:.2}x), Fp with changing operands {:.3e}/s (integer {:.3e}/s, {:.2}x)",
-            f.fr_f64, f.fr_f64 / fr, f.fp_f64, f.fp_int, f.fp_f64 / f.fp_int
-        );
-        println!(
-            "Fp, every other warp on the FP64 pipe: {:.3e}/s ({:.2}x the integer products alone)",
-            f.fp_split,
-            f.fp_split / f.fp_int
-        );
-    }
     if want("ntt") {
         bench_ntt(&dev, quick, runs)?;
     }
