@@ -392,10 +392,10 @@ pub fn load(path: &Path, proof: RegisteredProof) -> Result<Srs> {
     };
     let file_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let mut reader = BufReader::with_capacity(1 << 22, file);
-    // Points are read without the (slow) subgroup check: the file is trusted to come from a
-    // parameter ceremony or from `cuzk params`; every proof is verified before it is returned,
-    // so a wrong point cannot produce an accepted proof.
-    let params = Parameters::<Bls12>::read(&mut reader, false).map_err(|e| Error::ParamsInvalid {
+    // Points are read without the (slow) subgroup check, decoded on every core: the file is
+    // trusted to come from a parameter ceremony or from `cuzk params`; every proof is verified
+    // before it is returned, so a wrong point cannot produce an accepted proof.
+    let params = crate::param_file::read_parameters(&mut reader).map_err(|e| Error::ParamsInvalid {
         path: path.into(),
         reason: match e.kind() {
             std::io::ErrorKind::UnexpectedEof => {
