@@ -99,7 +99,8 @@ fn a_non_interactive_porep_on_the_gpus_is_one_aggregate_filecoin_proofs_accepts(
 /// Needs `$CUZK_PRODUCTION_TEST_PARAMS`: a directory holding those parameters (`cuzk
 /// --params-dir DIR params --kind porep-c2 --sector-size 32GiB`, about 44 GiB), and
 /// `$FIL_PROOFS_PARAMETER_CACHE` set to it; about 70 GiB of device memory and 100 GiB of
-/// host memory.
+/// host memory. With `$CUZK_C2_STREAM=N`, N more sectors' C2s follow, submitted at once,
+/// each verified by filecoin-proofs: the steady stream's proofs per hour.
 #[test]
 #[ignore = "needs a CUDA device, 32 GiB test parameters and 100 GiB of host memory"]
 fn a_sparse_32gib_porep_c2_is_proved_on_the_gpu_and_filecoin_proofs_verifies_it() {
@@ -131,6 +132,48 @@ fn a_sparse_32gib_porep_c2_is_proved_on_the_gpu_and_filecoin_proofs_verifies_it(
         .prove(&sparse.request, SubmitOptions::default())
         .expect("the 32 GiB C2 is proved");
     let prove_time = t1.elapsed();
+    // Then a stream: `$CUZK_C2_STREAM` more sectors' C2s submitted at once, with the
+    // parameters and the recording loaded: proofs per hour in steady state.
+    let stream: usize = std::env::var("CUZK_C2_STREAM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let sectors: Vec<_> = (0..stream as u64)
+        .map(|i| cuzk::gen::sparse::porep(proof, 2 + i).expect("a sparse 32 GiB C1"))
+        .collect();
+    let t3 = std::time::Instant::now();
+    let jobs: Vec<_> = sectors
+        .iter()
+        .map(|s| {
+            engine
+                .submit(&s.request, SubmitOptions::default())
+                .expect("accepted")
+                .job
+        })
+        .collect();
+    let mut streamed = Vec::new();
+    for job in jobs {
+        let r = engine
+            .wait(job, Some(Duration::from_secs(3600)))
+            .expect("a streamed C2 is proved");
+        assert!(r.verified);
+        eprintln!(
+            "stream: C2 {} done at {:.1}s",
+            streamed.len(),
+            t3.elapsed().as_secs_f64()
+        );
+        streamed.push((r, t3.elapsed()));
+    }
+    if let (Some((_, first)), Some((_, last))) = (streamed.first(), streamed.last()) {
+        let steady = (last.as_secs_f64() - first.as_secs_f64()) / (stream - 1).max(1) as f64;
+        eprintln!(
+            "stream of {stream} C2s: {:.1}s in all ({:.1} per hour); first done at {:.1}s, then one every {steady:.1}s ({:.1} per hour)",
+            last.as_secs_f64(),
+            3600.0 * stream as f64 / last.as_secs_f64(),
+            first.as_secs_f64(),
+            3600.0 / steady
+        );
+    }
     let status = engine.status().expect("status");
     engine.shutdown(Duration::from_secs(10)).expect("shutdown");
     assert_eq!(result.partitions, 10);
@@ -160,6 +203,14 @@ fn a_sparse_32gib_porep_c2_is_proved_on_the_gpu_and_filecoin_proofs_verifies_it(
         t2.elapsed().as_secs_f64(),
         t0.elapsed().as_secs_f64()
     );
+    for ((r, _), s) in streamed.iter().zip(&sectors) {
+        assert!(
+            support::filecoin_verify_seal::<filecoin_proofs::SectorShape32GiB>(
+                &s.request, &r.proof
+            ),
+            "filecoin-proofs rejects a streamed proof"
+        );
+    }
     let mut changed = result.proof.clone();
     changed[5 * 192 + 7] ^= 1;
     assert!(
