@@ -35,6 +35,7 @@
 pub mod batch;
 pub mod bench;
 pub mod daemon;
+pub mod telemetry;
 
 pub use cuzk_actors as actors;
 pub use cuzk_actors::{

@@ -24,6 +24,8 @@ pub struct PartitionWork {
     pub reserved_vram: u64,
     /// What to prove.
     pub payload: Payload,
+    /// The partition's span (a child of its job's): the device's work is recorded under it.
+    pub span: tracing::Span,
 }
 
 /// The input of a partition's GPU phase.

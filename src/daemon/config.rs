@@ -43,6 +43,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "limits.max_outstanding_partitions",
     ),
     ("CUZK_JOB_TIMEOUT_SECS", "limits.job_timeout_secs"),
+    ("CUZK_OTLP_ENDPOINT", "telemetry.otlp_endpoint"),
 ];
 
 /// The whole configuration file.
@@ -61,6 +62,8 @@ pub struct DaemonConfig {
     pub priorities: PrioritiesSection,
     /// Limits on requests and queues.
     pub limits: LimitsSection,
+    /// Span export to an OpenTelemetry collector.
+    pub telemetry: crate::telemetry::TelemetryConfig,
     /// What was done with keys of Curio's own `cuzk.toml` ([`super::curio_config`]): one
     /// line each, logged at start and printed by `cuzk config check`.
     #[serde(skip)]
@@ -350,7 +353,9 @@ impl<'de> Deserialize<'de> for ByteSize {
     }
 }
 
-fn empty_is_none<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<String>, D::Error> {
+pub(crate) fn empty_is_none<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<String>, D::Error> {
     let s = Option::<String>::deserialize(d)?;
     Ok(s.filter(|s| !s.trim().is_empty()))
 }

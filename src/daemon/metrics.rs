@@ -85,6 +85,7 @@ pub struct FailedJob {
 #[derive(Default)]
 pub struct Metrics {
     inner: Mutex<Inner>,
+    telemetry: std::sync::OnceLock<std::sync::Arc<crate::telemetry::ExportStats>>,
 }
 
 impl Metrics {
@@ -142,10 +143,33 @@ impl Metrics {
         self.with(|m| m.recent_failures.iter().cloned().collect())
     }
 
+    /// Reports span export's counters (once; export is configured at start).
+    pub fn set_telemetry(&self, stats: std::sync::Arc<crate::telemetry::ExportStats>) {
+        let _ = self.telemetry.set(stats);
+    }
+
     /// The Prometheus text exposition of the counters and of `status`'s gauges.
     pub fn render(&self, status: &Snapshot) -> String {
         let mut out = String::with_capacity(8 << 10);
         self.with(|m| render_counters(&mut out, m));
+        let (exported, dropped) = self.telemetry.get().map_or((0, 0), |s| {
+            use std::sync::atomic::Ordering::Relaxed;
+            (s.exported.load(Relaxed), s.dropped.load(Relaxed))
+        });
+        header(
+            &mut out,
+            "telemetry_spans_exported_total",
+            "counter",
+            "Spans the OpenTelemetry collector accepted (0 while export is off).",
+        );
+        let _ = writeln!(out, "cuzk_telemetry_spans_exported_total {exported}");
+        header(
+            &mut out,
+            "telemetry_spans_dropped_total",
+            "counter",
+            "Spans not exported: the export queue was full, or their batch failed or timed out.",
+        );
+        let _ = writeln!(out, "cuzk_telemetry_spans_dropped_total {dropped}");
         render_gauges(&mut out, status);
         out
     }

@@ -65,6 +65,10 @@ pub struct DaemonArgs {
     /// `daemon.log_filter`; `RUST_LOG` still wins.
     #[arg(long)]
     pub log_level: Option<String>,
+    /// OTLP/gRPC endpoint to export spans to (`http://host:4317`), overriding the
+    /// configuration's `telemetry.otlp_endpoint`.
+    #[arg(long)]
+    pub otlp_endpoint: Option<String>,
 }
 
 /// `cuzk config`: configuration helpers.
@@ -113,13 +117,16 @@ pub fn load_config(args: &DaemonArgs, params_dir: Option<PathBuf>) -> Result<Dae
     if let Some(d) = params_dir {
         c.params.dir = Some(d);
     }
+    if let Some(e) = &args.otlp_endpoint {
+        c.telemetry.otlp_endpoint = Some(e.clone());
+    }
     Ok(c)
 }
 
 /// Runs `cuzk daemon` until a signal stops it. Installs logging.
 pub fn run_daemon(args: DaemonArgs, params_dir: Option<PathBuf>) -> Result<()> {
     let config = load_config(&args, params_dir)?;
-    logging::init(&config.daemon);
+    let telemetry = logging::init(&config.daemon, &config.telemetry)?;
     for note in &config.notes {
         tracing::warn!(%note, "configuration");
     }
@@ -128,7 +135,12 @@ pub fn run_daemon(args: DaemonArgs, params_dir: Option<PathBuf>) -> Result<()> {
         .thread_name("cuzk-rpc")
         .build()
         .map_err(|e| DaemonError::Engine(format!("cannot start the async runtime: {e}")))?;
-    rt.block_on(serve(config))
+    let stats = telemetry.as_ref().map(|t| t.stats());
+    let served = rt.block_on(serve(config, stats));
+    if let Some(t) = telemetry {
+        t.shutdown(); // sends the spans still queued
+    }
+    served
 }
 
 /// Starts the engine from `config`.
@@ -141,13 +153,19 @@ fn start_engine(config: &DaemonConfig, metrics: &Arc<Metrics>) -> Result<DaemonE
 }
 
 /// Serves until the first signal, then shuts down gracefully.
-pub async fn serve(config: DaemonConfig) -> Result<()> {
+pub async fn serve(
+    config: DaemonConfig,
+    telemetry: Option<Arc<crate::telemetry::ExportStats>>,
+) -> Result<()> {
     let stop = shutdown::on_signals()?;
     let config = Arc::new(config);
     codec::set_max_repeated(config.limits.max_vanilla_proofs.saturating_add(1));
     // Bind first: a taken address fails before any parameter is loaded.
     let listener = listen::bind(&config.daemon.listen).await?;
     let metrics = Arc::new(Metrics::default());
+    if let Some(stats) = telemetry {
+        metrics.set_telemetry(stats);
+    }
     let engine = start_engine(&config, &metrics)?;
     for c in &config.params.preload {
         let (kind, size) = config::parse_circuit_id(c).map_err(|e| DaemonError::Config {

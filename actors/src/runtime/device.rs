@@ -176,6 +176,7 @@ impl DeviceActor {
                     srs,
                     inputs,
                     verify: self.verify,
+                    span: tracing::Span::current(),
                 };
                 Attempt::Check(Box::new(check))
             }
@@ -205,6 +206,8 @@ struct Check {
     srs: Arc<Srs>,
     inputs: Vec<Scalar>,
     verify: bool,
+    /// The partition's device span, so that the check on another thread nests under it.
+    span: tracing::Span,
 }
 
 impl Check {
@@ -230,9 +233,10 @@ impl Check {
             srs,
             inputs,
             verify,
+            span,
         } = self;
         if verify {
-            let ok = info_span!("verify", device = %device, job, partition)
+            let ok = info_span!(parent: &span, "verify", device = %device, job, partition)
                 .in_scope(|| verify_proof(&srs.pvk, &proof, &inputs));
             if !matches!(ok, Ok(true)) {
                 return Err(DeviceFault::Unverified(format!(
@@ -365,7 +369,16 @@ impl DeviceActor {
     fn run(&mut self, run: Run) {
         let (job, partition, lease) = (run.work.job, run.work.partition, run.lease.id);
         let device = self.info.id;
-        let span = info_span!("gpu", device = %device, job, partition, lease = lease.0);
+        let span = info_span!(
+            parent: &run.work.span,
+            "gpu",
+            device = %device,
+            device_uuid = %device.uuid_string(),
+            job,
+            partition,
+            lease = lease.0,
+            vram_leased = run.work.reserved_vram
+        );
         let _g = span.enter();
         if let Some(mut live) = self.shared.devices.get_mut(&device) {
             live.current = Some((job, partition));

@@ -154,6 +154,8 @@ pub(crate) struct Prepare {
     pub shape_identity: String,
     pub blank: Box<dyn PartitionCircuit>,
     pub pce: bool,
+    /// The job's span: loading its parameters is part of it.
+    pub span: tracing::Span,
 }
 impl Message for Prepare {
     type Result = ();
@@ -194,6 +196,8 @@ pub(crate) struct Synthesize {
     pub input: SynthInput,
     /// Nothing else is being synthesised: the witness may use several threads.
     pub parallel: bool,
+    /// The partition's span (a child of the job's).
+    pub span: tracing::Span,
 }
 impl Message for Synthesize {
     type Result = ();

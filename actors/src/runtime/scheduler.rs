@@ -83,6 +83,12 @@ struct JobEntry {
     timings: JobTimings,
     first_lease: Option<Instant>,
     devices: BTreeSet<DeviceId>,
+    /// The job's span (a root), and one child span per partition, each closed when its
+    /// partition is proved; `waiting` holds a partition's `queue_wait` span from its input
+    /// being ready to its lease.
+    span: tracing::Span,
+    partition_spans: Vec<tracing::Span>,
+    waiting: Vec<tracing::Span>,
 }
 
 /// How a finished job is remembered for late waiters.
@@ -304,6 +310,22 @@ impl SchedulerActor {
             vram_per_partition: 0,
         })?;
         self.seq += 1;
+        let sector_size = match &msg.input {
+            JobInput::Proof { proof, .. } => proof.sector_size.to_string(),
+            JobInput::Simulated(_) => String::new(),
+        };
+        let span = tracing::info_span!(
+            parent: None,
+            "job",
+            job = id,
+            kind = %msg.kind,
+            sector_size = %sector_size,
+            request_id = msg.request_key.as_ref().map_or("", |(r, _)| r.as_str()),
+            partitions
+        );
+        let partition_spans: Vec<tracing::Span> = (0..partitions)
+            .map(|p| tracing::info_span!(parent: &span, "partition", job = id, partition = p))
+            .collect();
         let input = match msg.input {
             JobInput::Proof {
                 proof,
@@ -322,6 +344,7 @@ impl SchedulerActor {
                         shape_identity,
                         blank,
                         pce: self.setup.prove.pce,
+                        span: span.clone(),
                     });
                 }
                 EntryInput::Proof {
@@ -360,6 +383,9 @@ impl SchedulerActor {
                 timings: JobTimings::default(),
                 first_lease: None,
                 devices: BTreeSet::new(),
+                span,
+                waiting: vec![tracing::Span::none(); partitions],
+                partition_spans,
             },
         );
         if let Some(r) = msg.request_key {
@@ -570,6 +596,11 @@ impl SchedulerActor {
             // production-size partition always spreads: on one thread it takes about a minute.
             let parallel =
                 cuzk_engine::circuits::synthesize_on_pool(rows, self.synth_in_flight == 0);
+            let span = entry
+                .partition_spans
+                .get(p)
+                .cloned()
+                .unwrap_or_else(tracing::Span::none);
             self.synth_in_flight += 1;
             if let Some(synth) = &self.synth {
                 synth.do_send(Synthesize {
@@ -577,6 +608,7 @@ impl SchedulerActor {
                     partition: p,
                     input,
                     parallel,
+                    span,
                 });
             }
         }
@@ -623,7 +655,14 @@ impl SchedulerActor {
         };
         let bytes = self.jobs.get(&lease.job).map_or(0, |e| e.host_bytes);
         self.on_device.insert(lease.id, bytes);
+        let mut span = tracing::Span::none();
         if let Some(e) = self.jobs.get_mut(&lease.job) {
+            if let Some(w) = e.waiting.get_mut(lease.partition) {
+                *w = tracing::Span::none(); // the queue wait ends
+            }
+            if let Some(s) = e.partition_spans.get(lease.partition) {
+                span = s.clone();
+            }
             e.on_device += 1;
             e.first_lease.get_or_insert(now);
             e.devices.insert(dev);
@@ -639,6 +678,7 @@ impl SchedulerActor {
                         partition: lease.partition,
                         reserved_vram: lease.bytes,
                         payload,
+                        span,
                     },
                     lease,
                 });
@@ -709,7 +749,15 @@ impl SchedulerActor {
             },
         ) = (&outcome, &entry.input)
         {
-            self.aggregate(id, *agg, parts.concat(), srs.clone(), public_inputs.clone());
+            let span = entry.span.clone();
+            self.aggregate(
+                id,
+                span,
+                *agg,
+                parts.concat(),
+                srs.clone(),
+                public_inputs.clone(),
+            );
             self.aggregating.insert(id, (entry, devices));
             return;
         }
@@ -722,6 +770,7 @@ impl SchedulerActor {
     fn aggregate(
         &self,
         id: JobId,
+        span: tracing::Span,
         agg: Aggregation,
         parts: Vec<u8>,
         srs: Arc<Srs>,
@@ -734,7 +783,7 @@ impl SchedulerActor {
         let spawned = std::thread::Builder::new()
             .name("cuzk-aggregate".into())
             .spawn(move || {
-                let result = info_span!("aggregate", job = id).in_scope(|| {
+                let result = info_span!(parent: &span, "aggregate", job = id).in_scope(|| {
                     let proofs = cuzk_engine::aggregate::decode_partitions(&parts)?;
                     cuzk_engine::aggregate::aggregate(
                         &*store.aggregation_srs()?,
@@ -1002,6 +1051,12 @@ impl Handler<Synthesized> for SchedulerActor {
                     p.synthesized += 1;
                 }
                 if self.core.ready(msg.job, msg.partition) {
+                    if let (Some(w), Some(parent)) = (
+                        entry.waiting.get_mut(msg.partition),
+                        entry.partition_spans.get(msg.partition),
+                    ) {
+                        *w = tracing::info_span!(parent: parent, "queue_wait", partition = msg.partition);
+                    }
                     self.ready.insert((msg.job, msg.partition), payload);
                 } else {
                     self.host_used = self.host_used.saturating_sub(bytes);
@@ -1121,6 +1176,9 @@ impl Handler<Done> for SchedulerActor {
         if ok && c == crate::scheduler::Completion::Accepted {
             if let Some(e) = self.jobs.get_mut(&msg.job) {
                 e.done += 1;
+                if let Some(s) = e.partition_spans.get_mut(msg.partition) {
+                    *s = tracing::Span::none(); // proved: the partition's span closes
+                }
             }
             if let Some(mut p) = self.setup.shared.jobs.get_mut(&msg.job) {
                 p.proved += 1;

@@ -78,8 +78,8 @@ impl Handler<Prepare> for SynthesisActor {
 
     fn handle(&mut self, msg: Prepare, _ctx: &mut Self::Context) {
         let t0 = Instant::now();
-        let _span =
-            info_span!("prepare", job = msg.job, circuit = %msg.params_identifier).entered();
+        let _span = info_span!(parent: &msg.span, "prepare", job = msg.job, circuit = %msg.params_identifier)
+            .entered();
         let store = self.store.clone();
         let result = catch_unwind(AssertUnwindSafe(|| {
             let t = Instant::now();
@@ -126,7 +126,7 @@ impl Handler<Synthesize> for SynthesisActor {
     fn handle(&mut self, msg: Synthesize, _ctx: &mut Self::Context) {
         let t0 = Instant::now();
         let (job, partition) = (msg.job, msg.partition);
-        let _span = info_span!("synthesis", job, partition).entered();
+        let _span = info_span!(parent: &msg.span, "synthesis", job, partition).entered();
         let parallel = msg.parallel;
         let pool = &self.pool;
         let result = catch_unwind(AssertUnwindSafe(|| {
