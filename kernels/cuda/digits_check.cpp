@@ -1,5 +1,5 @@
 // Runs the MSM's window digits (msm_digits.cuh) on the host, for
-// kernels/tests/msm_digits_on_host.rs: for random scalars below 2^255 and edge values, at every
+// kernels/tests/kernels_suite/msm_digits_on_host.rs: for random scalars below 2^255 and edge values, at every
 // window width 8..=20, the windows walked from held words as msm_scatter_tiled walks them give
 // the digits signed_digit gives, each digit lies in [-2^(c-1), 2^(c-1)], the last window
 // leaves no carry, and sum_w d_w 2^(w c) is the scalar. Prints "ok <scalars> <digits>", or the

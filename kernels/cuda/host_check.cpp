@@ -1,5 +1,5 @@
 // Runs the field arithmetic of field.cuh on the host (carry primitives emulated), for
-// kernels/tests/field_algorithms_on_host.rs. Input lines: "<fp|fr> <a> <b>", each operand
+// kernels/tests/kernels_suite/field_algorithms_on_host.rs. Input lines: "<fp|fr> <a> <b>", each operand
 // the raw Montgomery limbs as one big-endian hex number; output: a+b, a-b, a*b, a^2 the same way,
 // and the word "mul2-mismatch" when the interleaved pair (mul2, compiled as in the modules that
 // define PAIRED_PRODUCTS) differs from the lone products, and "sqr-mismatch" when the dedicated square

@@ -16,8 +16,9 @@
 //! run; concatenated in the circuit's order, they are its witness.
 //!
 //! Invariant: [`piecewise_witness`] returns exactly the sequential witness of the same
-//! circuit, variable for variable. `tests/pce_matches_full_synthesis_for_every_kind.rs`
-//! checks that on a real PoRep partition, and every proof is verified before it is returned.
+//! circuit, variable for variable. The `pce_matches_full_synthesis_for_every_kind` tests
+//! (`tests/cuzk_suite/`) check that on a real PoRep partition, and every proof is verified
+//! before it is returned.
 //! The pieces' layout follows storage-proofs-porep 19.1; a release that changes the circuit
 //! also changes the recorded circuit's shape, which `cuzk_pce::evaluate` refuses.
 

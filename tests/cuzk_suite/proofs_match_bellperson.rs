@@ -4,7 +4,7 @@
 //! (the default) and through full synthesis are the same bytes (checked by proving twice for
 //! the PoSt kinds, and by comparing assignments in the PCE tests for all kinds).
 
-mod support;
+use crate::support;
 
 use blstrs::Scalar;
 use cuzk::{CpuBackend, ProofKind, ProveOptions, Randomness};
@@ -42,20 +42,24 @@ fn check(kind: ProofKind) {
 
 #[test]
 fn winning_post_2k_matches_bellperson() {
+    let _cores = support::cores_shared();
     check(ProofKind::WinningPost);
 }
 
 #[test]
 fn window_post_2k_matches_bellperson() {
+    let _cores = support::cores_shared();
     check(ProofKind::WindowPost);
 }
 
 #[test]
 fn porep_2k_matches_bellperson() {
+    let _cores = support::cores_shared();
     check(ProofKind::PorepC2);
 }
 
 #[test]
 fn snap_deals_2k_matches_bellperson() {
+    let _cores = support::cores_shared();
     check(ProofKind::SnapDeals);
 }

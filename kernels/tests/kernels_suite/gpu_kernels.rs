@@ -2,7 +2,7 @@
 //! field arithmetic, NTT at every size 2^1..2^22 and at 2^26..2^28, and G1/G2 MSM with edge
 //! cases.
 //!
-//! Run on a GPU machine: `gpu_kernels --include-ignored --test-threads=1`.
+//! Run on a GPU machine: `kernels_suite gpu_kernels:: --include-ignored --test-threads=1`.
 //! Each test prints its seed; rerun with `CUZK_TEST_SEED=<seed>` to reproduce.
 
 use blst::{blst_fp, blst_fp2};

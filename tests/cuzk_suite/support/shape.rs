@@ -2,6 +2,4 @@
 //! the engine's own (`cuzk::circuits::synthetic`), which its parameter generator's tests use
 //! too.
 
-// Every test binary compiles `support`; only some use these.
-#[allow(unused_imports)]
 pub use cuzk::circuits::synthetic::{Empty, Shape};

@@ -3,7 +3,7 @@
 //! are synthesised again and proved elsewhere, and byte-identical to the single-request
 //! pipeline with the same fixed r and s.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use cuzk::{
 /// that had its circuit preloaded.
 #[test]
 fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
+    let _cores = support::cores_shared();
     let kinds = [ProofKind::WinningPost, ProofKind::WindowPost];
     for k in kinds {
         support::store_with(k);
@@ -113,6 +114,7 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
 /// cause `Verification` (decided where the proof was checked, not read from a message).
 #[test]
 fn wrong_proofs_from_a_device_never_escape_and_fail_as_verification() {
+    let _cores = support::cores_shared();
     support::store_with(ProofKind::WinningPost);
     let start = |devs: Vec<MockDevice>| {
         let driver = MockDriver::new(devs);
@@ -157,6 +159,7 @@ fn wrong_proofs_from_a_device_never_escape_and_fail_as_verification() {
 
 #[test]
 fn a_bad_request_is_refused_at_submit_and_the_engine_keeps_serving() {
+    let _cores = support::cores_shared();
     support::store_with(ProofKind::WinningPost);
     let mut cfg = EngineConfig::new(support::params_dir());
     cfg.devices = DeviceChoice::Cpu;
@@ -184,6 +187,7 @@ fn a_bad_request_is_refused_at_submit_and_the_engine_keeps_serving() {
 /// reaches a device, so none is retried.
 #[test]
 fn a_tampered_vanilla_proof_of_each_kind_is_refused_once_as_invalid_input() {
+    let _cores = support::cores_shared();
     for k in ProofKind::ALL {
         support::store_with(k);
     }
@@ -269,6 +273,7 @@ fn find(hay: &[u8], needle: &[u8]) -> usize {
 /// device asks for more, and no partition would ever be named (measured: 0 of 7).
 #[test]
 fn a_pipelining_device_names_its_next_real_partition_while_proofs_are_verified() {
+    let _cores = support::cores_shared();
     support::store_with(ProofKind::WindowPost);
     let mut dev = MockDevice::new(5);
     dev.depth = 2;
@@ -320,5 +325,6 @@ fn a_pipelining_device_names_its_next_real_partition_while_proofs_are_verified()
 #[test]
 #[ignore = "13 PoRep partitions: about 5 minutes on 2 cores (gpu_engine runs it on a GPU)"]
 fn a_non_interactive_porep_is_one_aggregate_filecoin_proofs_accepts() {
+    let _cores = support::cores_shared();
     support::non_interactive_porep_round_trip(DeviceChoice::Cpu);
 }

@@ -1,7 +1,7 @@
 //! The prover takes any bellpepper-core circuit: on circuits of many shapes (one constraint,
 //! no public input, many inputs, linear-only rows, sizes around powers of two) our CPU proof equals bellperson's `create_proof` byte for byte with fixed r and s.
 
-mod support;
+use crate::support;
 
 use bellpepper_core::{num::AllocatedNum, Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16::{create_proof, generate_random_parameters};
@@ -14,6 +14,7 @@ use support::shape::{Empty, Shape};
 
 #[test]
 fn arbitrary_shapes_match_bellperson() {
+    let _cores = support::cores_shared();
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     let shapes = [
         (1, 0, 0),
@@ -56,6 +57,7 @@ fn arbitrary_shapes_match_bellperson() {
 
 #[test]
 fn empty_circuit_matches_bellperson() {
+    let _cores = support::cores_shared();
     // no variable, no constraint: a domain of one point and an empty H query
     let mut rng = ChaCha8Rng::seed_from_u64(2027);
     let params = generate_random_parameters::<Bls12, _, _>(Empty, &mut rng).expect("params");
@@ -75,6 +77,7 @@ fn empty_circuit_matches_bellperson() {
 
 #[test]
 fn unsatisfied_circuit_yields_no_proof() {
+    let _cores = support::cores_shared();
     struct Wrong;
     impl Circuit<Scalar> for Wrong {
         fn synthesize<CS: ConstraintSystem<Scalar>>(

@@ -1,7 +1,7 @@
 //! The `cuzk` binary as a user meets it: the demo proves and verifies; bad input exits
 //! non-zero with a one-line reason.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 
@@ -13,6 +13,7 @@ fn cuzk() -> Command {
 
 #[test]
 fn demo_proves_and_verifies() {
+    let _cores = support::cores_shared();
     let out = cuzk()
         .args(["demo", "--kind", "window-post"])
         .output()
@@ -49,6 +50,7 @@ fn run_ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
 
 #[test]
 fn gen_prove_verify_round_trip_and_tampered_proof_fails() {
+    let _cores = support::cores_shared();
     let dir = tempfile::tempdir().unwrap();
     run_ok(&[&"gen", &"--out", &dir.path()]);
     let req = dir.path().join("window-post-2KiB.json");
@@ -106,6 +108,7 @@ fn gen_prove_verify_round_trip_and_tampered_proof_fails() {
 
 #[test]
 fn bad_input_exits_nonzero_with_one_line() {
+    let _cores = support::cores_shared();
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("bad.json");
     std::fs::write(&f, b"{ not json").unwrap();
@@ -128,6 +131,7 @@ fn bad_input_exits_nonzero_with_one_line() {
 
 #[test]
 fn bench_refuses_an_unknown_backend_before_any_work() {
+    let _cores = support::cores_shared();
     let out = cuzk().args(["bench", "--backend", "tpu"]).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -1,7 +1,7 @@
 //! Bad input never panics and never yields a proof: each case gives an error that names the
 //! problem.
 
-mod support;
+use crate::support;
 
 use cuzk::{
     circuits, CpuBackend, Error, PostInputs, ProofInputs, ProofKind, ProofRequest, ProveOptions,
@@ -24,6 +24,7 @@ fn plan_err(request: &ProofRequest) -> String {
 
 #[test]
 fn truncated_c1_json_is_rejected() {
+    let _cores = support::cores_shared();
     let json = c1_json();
     let e = ProofRequest::porep_from_c1(Some(5), &json[..json.len() / 2], None)
         .unwrap_err()
@@ -33,6 +34,7 @@ fn truncated_c1_json_is_rejected() {
 
 #[test]
 fn garbled_c1_json_is_rejected() {
+    let _cores = support::cores_shared();
     let mut json = c1_json();
     let mid = json.len() / 3;
     for b in &mut json[mid..mid + 64] {
@@ -54,6 +56,7 @@ fn garbled_c1_json_is_rejected() {
 
 #[test]
 fn c1_for_another_sector_size_is_rejected() {
+    let _cores = support::cores_shared();
     // The 2 KiB C1 output presented as an 8 MiB sector's.
     let req = ProofRequest::porep_from_c1(Some(6), &c1_json(), None).unwrap();
     let e = plan_err(&req);
@@ -71,6 +74,7 @@ fn c1_for_another_sector_size_is_rejected() {
 
 #[test]
 fn registered_proof_of_another_kind_is_rejected() {
+    let _cores = support::cores_shared();
     let e = RegisteredProof::new(ProofKind::WindowPost, 0)
         .unwrap_err()
         .to_string();
@@ -103,6 +107,7 @@ fn registered_proof_of_another_kind_is_rejected() {
 
 #[test]
 fn empty_vanilla_proof_list_is_rejected() {
+    let _cores = support::cores_shared();
     let mut post = match &support::inputs().window_post.inputs {
         ProofInputs::Post(p) => p.clone(),
         _ => unreachable!(),
@@ -121,6 +126,7 @@ fn empty_vanilla_proof_list_is_rejected() {
 
 #[test]
 fn garbled_post_vanilla_proof_is_rejected() {
+    let _cores = support::cores_shared();
     let mut post = match &support::inputs().window_post.inputs {
         ProofInputs::Post(p) => p.clone(),
         _ => unreachable!(),
@@ -133,6 +139,7 @@ fn garbled_post_vanilla_proof_is_rejected() {
 
 #[test]
 fn missing_parameter_file_is_reported_with_its_path() {
+    let _cores = support::cores_shared();
     let dir = tempfile::tempdir().unwrap();
     let store = SrsStore::new(dir.path());
     let req = &support::inputs().window_post;
@@ -154,6 +161,7 @@ fn missing_parameter_file_is_reported_with_its_path() {
 
 #[test]
 fn truncated_or_foreign_parameter_file_is_refused() {
+    let _cores = support::cores_shared();
     let shared = support::store_with(ProofKind::WindowPost);
     let window = RegisteredProof::latest(ProofKind::WindowPost, SectorSize::S2KiB);
     let id = circuits::params_identifier(window).unwrap();

@@ -5,7 +5,7 @@
 //! first proofs of a shape record it once even when they arrive together; damaged cache
 //! files are rebuilt, never used.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
@@ -53,26 +53,31 @@ fn pce_equals_full(kind: ProofKind) {
 
 #[test]
 fn pce_winning_post_equals_full_synthesis() {
+    let _cores = support::cores_shared();
     pce_equals_full(ProofKind::WinningPost);
 }
 
 #[test]
 fn pce_window_post_with_extend_equals_full_synthesis() {
+    let _cores = support::cores_shared();
     pce_equals_full(ProofKind::WindowPost);
 }
 
 #[test]
 fn pce_porep_equals_full_synthesis() {
+    let _cores = support::cores_shared();
     pce_equals_full(ProofKind::PorepC2);
 }
 
 #[test]
 fn pce_snap_deals_equals_full_synthesis() {
+    let _cores = support::cores_shared();
     pce_equals_full(ProofKind::SnapDeals);
 }
 
 #[test]
 fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
+    let _cores = support::cores_shared();
     support::store_with(ProofKind::WindowPost);
     let pce_dir = tempfile::tempdir().unwrap();
     let store = Arc::new(
@@ -162,6 +167,7 @@ fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
 
 #[test]
 fn a_porep_challenge_missing_a_layer_is_refused_before_any_witness() {
+    let _cores = support::cores_shared();
     // The witness in pieces reads each challenge's layer count; the planner's verification
     // of the vanilla proofs refuses such a C1 output first, as invalid input.
     let mut request = support::inputs().get(ProofKind::PorepC2).clone();

@@ -3,7 +3,8 @@
 //! algorithms without a GPU; the device tests check the real PTX.
 //!
 //! Needs `c++` (or `$CXX`) on the PATH, hence ignored by default:
-//! `cargo test --release -p cuzk-kernels --test field_algorithms_on_host -- --include-ignored`.
+//! `cargo test --release -p cuzk-kernels --test kernels_suite field_algorithms_on_host:: --
+//! --include-ignored`.
 
 use std::io::Write;
 use std::process::{Command, Stdio};

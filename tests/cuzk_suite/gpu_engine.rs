@@ -3,7 +3,7 @@
 //! with the same fixed r and s, verified; on a machine with several GPUs every one works
 //! and no two partitions overlap on a device.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -5,9 +5,10 @@
 //! small budget the least recently used circuit is evicted and the proofs do not change.
 //!
 //! Run on a GPU machine (parameters are generated into `$CUZK_TEST_PARAMS` on first use):
-//! `CUZK_TEST_PARAMS=/tmp/p gpu_proofs --include-ignored --test-threads=1 --nocapture`.
+//! `CUZK_TEST_PARAMS=/tmp/p cuzk_suite gpu_proofs:: --include-ignored --test-threads=1
+//! --nocapture`.
 
-mod support;
+use crate::support;
 
 use std::time::Instant;
 

@@ -2,15 +2,14 @@
 //! TCP port, driven through every call of `cuzk.v1.ProvingEngine` with our client. Real
 //! WinningPoSt and WindowPoSt proofs at 2 KiB, verified here.
 
-mod daemon_support;
-mod support;
+use crate::daemon_support::*;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use cuzk::daemon::proto as pb;
 use cuzk::ProofKind;
-use daemon_support::*;
 use pb::await_proof_response::Status as S;
 use tonic::Code;
 
@@ -108,7 +107,7 @@ async fn prove_both_ways_and_check_accounts(d: &Daemon) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unix_socket_proves_winning_and_window_post_both_ways() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let d = Daemon::start(Listen::Unix, "");
     let mode = std::fs::metadata(d.socket()).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the socket is owner-only");
@@ -117,7 +116,7 @@ async fn unix_socket_proves_winning_and_window_post_both_ways() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tcp_loopback_proves_both_ways_and_serves_http_metrics() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let d = Daemon::start(Listen::Tcp, "metrics_listen = \"127.0.0.1:0\"");
     assert!(d.addr.starts_with("tcp://127.0.0.1:"), "{}", d.addr);
     prove_both_ways_and_check_accounts(&d).await;
@@ -136,7 +135,7 @@ async fn tcp_loopback_proves_both_ways_and_serves_http_metrics() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_id_attaches_the_same_request_and_names_each_other_one() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let d = Daemon::start(Listen::Unix, "");
     let mut c = d.client().await;
     let first = c
@@ -197,7 +196,7 @@ async fn a_request_id_attaches_the_same_request_and_names_each_other_one() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_cancelled_under_its_id_runs_again_and_await_takes_the_id() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let d = Daemon::start(Listen::Unix, "");
     let mut c = d.client().await;
     let id = "wdpost-1000-0-77";
@@ -320,7 +319,7 @@ fn curio_s_configuration_files_load_with_a_note_for_every_key_they_do_not_share(
 /// configuration in Curio's own sections.
 #[tokio::test(flavor = "multi_thread")]
 async fn cuzk_with_only_a_curio_config_is_the_daemon() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     support::store_with(ProofKind::WinningPost);
     let config = format!(
         "[daemon]\nlisten = \"unix://{{dir}}/cuzk.sock\"\n[srs]\nparam_cache = \"{}\"\n[gpus]\ndevices = []\ngpu_workers_per_device = 2\n[scheduler]\nsort_by_type = true\n[logging]\nlevel = \"info\"\nformat = \"json\"\n",
@@ -340,7 +339,7 @@ async fn cuzk_with_only_a_curio_config_is_the_daemon() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn await_timeout_is_honoured_and_the_job_keeps_running() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let d = Daemon::start(Listen::Unix, "");
     let mut c = d.client().await;
     let s = c
@@ -377,7 +376,7 @@ async fn await_timeout_is_honoured_and_the_job_keeps_running() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_pending_and_in_flight_jobs() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let d = Daemon::start(Listen::Unix, "");
     let mut c = d.client().await;
     let running = c
@@ -479,7 +478,7 @@ async fn cancel_pending_and_in_flight_jobs() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn preload_and_evict_parameters() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let d = Daemon::start(Listen::Unix, "");
     let mut c = d.client().await;
     let pre = |id: &str| pb::PreloadSrsRequest {
@@ -539,7 +538,7 @@ async fn preload_and_evict_parameters() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_with_work_in_flight_answers_every_waiter_then_exits_zero() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let mut d = Daemon::start(Listen::Unix, "shutdown_grace_secs = 1");
     let mut c = d.client().await;
     let running = c
@@ -623,7 +622,7 @@ async fn sigterm_with_work_in_flight_answers_every_waiter_then_exits_zero() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_signal_exits_at_once() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let mut d = Daemon::start(
         Listen::Unix,
         "shutdown_grace_secs = 600\nmetrics_listen = \"127.0.0.1:0\"",
@@ -661,7 +660,7 @@ async fn a_second_signal_exits_at_once() {
 
 #[test]
 fn client_subcommands_drive_a_running_daemon() {
-    let _g = heavy_blocking();
+    let _g = support::cores_alone_blocking();
     let d = Daemon::start(Listen::Unix, "");
     let dir = tempfile::tempdir().unwrap();
     let req = dir.path().join("window.json");
@@ -780,7 +779,7 @@ fn config_example_is_a_valid_configuration() {
 /// fails: CI installs Debian's `chromium`.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_status_page_shows_devices_queues_and_failures_in_a_browser() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let d = Daemon::start(Listen::Unix, "metrics_listen = \"127.0.0.1:0\"");
     let mut c = d.client().await;
     let ok = c
@@ -849,7 +848,7 @@ async fn the_status_page_shows_devices_queues_and_failures_in_a_browser() {
 /// loads them, scrapes the daemon and answers a query for a proof just made.
 #[tokio::test(flavor = "multi_thread")]
 async fn prometheus_scrapes_the_daemon_and_loads_the_alert_rules() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let bin = |name: &str| match std::env::var_os("CUZK_PROMETHEUS_DIR") {
         Some(dir) => std::path::PathBuf::from(dir).join(name),
         None => std::path::PathBuf::from(name),

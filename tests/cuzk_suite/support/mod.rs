@@ -1,6 +1,6 @@
 //! Shared fixtures for the scenario tests: one parameter directory for every test binary
-//! and run (generated once, under a file lock), and one set of real 2 KiB inputs per binary.
-#![allow(dead_code)]
+//! and run (generated once, under a file lock), one set of real 2 KiB inputs for the suite,
+//! and the lock through which tests share the machine's cores.
 
 pub mod shape;
 
@@ -9,6 +9,28 @@ use std::sync::OnceLock;
 
 use cuzk::gen::GeneratedInputs;
 use cuzk::{ProofKind, RegisteredProof, SectorSize, SrsStore};
+
+/// The machine's cores. A test that proves through a daemon holds them alone, so that no
+/// other proof shares CI's two cores with it (timing windows such as "cancel while on the
+/// device" stay wide); a test that proves on the CPU in this process, or through the `cuzk`
+/// binary, holds them together with other such tests. An async lock: daemon tests hold it
+/// across awaits.
+static CORES: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// Takes [`CORES`] together with other proving tests, in a plain test (not inside a runtime).
+pub fn cores_shared() -> tokio::sync::RwLockReadGuard<'static, ()> {
+    CORES.blocking_read()
+}
+
+/// Takes [`CORES`] alone, in an async test.
+pub async fn cores_alone() -> tokio::sync::RwLockWriteGuard<'static, ()> {
+    CORES.write().await
+}
+
+/// Takes [`CORES`] alone, in a plain test (not inside a runtime).
+pub fn cores_alone_blocking() -> tokio::sync::RwLockWriteGuard<'static, ()> {
+    CORES.blocking_write()
+}
 
 /// The shared test parameter directory: `$CUZK_TEST_PARAMS`, else `target/cuzk-test-params`.
 pub fn params_dir() -> PathBuf {
@@ -30,7 +52,7 @@ pub fn store_with(kind: ProofKind) -> SrsStore {
     store
 }
 
-/// Real inputs for all four kinds from one sealed 2 KiB sector (made once per binary).
+/// Real inputs for all four kinds from one sealed 2 KiB sector (made once for the suite).
 pub fn inputs() -> &'static GeneratedInputs {
     static INPUTS: OnceLock<GeneratedInputs> = OnceLock::new();
     INPUTS.get_or_init(|| {
@@ -40,7 +62,7 @@ pub fn inputs() -> &'static GeneratedInputs {
 }
 
 /// A synthetic-PoRep C2 request (registered proof 10) from a 2 KiB sector sealed as such
-/// (made once per binary).
+/// (made once for the suite).
 pub fn synthetic_porep() -> &'static cuzk::ProofRequest {
     static REQUEST: OnceLock<cuzk::ProofRequest> = OnceLock::new();
     REQUEST.get_or_init(|| {

@@ -3,12 +3,11 @@
 //! do not match their inputs, bad job and circuit ids. Each gets a clear error (never a
 //! panic, never a proof), and the daemon keeps serving real work afterwards.
 
-mod daemon_support;
-mod support;
+use crate::daemon_support::*;
+use crate::support;
 
 use cuzk::daemon::proto as pb;
 use cuzk::ProofKind;
-use daemon_support::*;
 use pb::await_proof_response::Status as S;
 use tonic::Code;
 
@@ -282,7 +281,7 @@ fn refused_at_once() -> Vec<(ProofKind, String, Edit, &'static str)> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_requests_get_clear_errors_and_the_daemon_keeps_serving() {
-    let _g = heavy().await;
+    let _g = support::cores_alone().await;
     let d = Daemon::start(Listen::Unix, "[limits]\nmax_message_bytes = \"8MiB\"");
     let mut c = d.client().await;
     let mut refused = 0;

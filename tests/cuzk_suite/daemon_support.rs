@@ -1,6 +1,5 @@
 //! A daemon under test: the real `cuzk daemon` binary on a temporary unix socket or a
 //! loopback TCP port, proving on the CPU with the shared 2 KiB test parameters.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -12,21 +11,6 @@ use cuzk::daemon::Client;
 use cuzk::{ProofKind, ProofRequest};
 
 use crate::support;
-
-/// Tests that prove hold this, so two daemons never share the two cores of CI (timing
-/// windows such as "cancel while on the device" stay wide). An async mutex: async tests
-/// hold it across awaits.
-pub static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Takes [`HEAVY`] in an async test.
-pub async fn heavy() -> tokio::sync::MutexGuard<'static, ()> {
-    HEAVY.lock().await
-}
-
-/// Takes [`HEAVY`] in a plain test (not inside a runtime).
-pub fn heavy_blocking() -> tokio::sync::MutexGuard<'static, ()> {
-    HEAVY.blocking_lock()
-}
 
 /// Where the daemon listens.
 pub enum Listen {

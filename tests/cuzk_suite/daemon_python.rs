@@ -5,14 +5,13 @@
 //! Needs `grpcio` and `grpcio-tools`, which `.ci/run` installs into `.ci/grpc` (or set
 //! `CUZK_PYTHON_GRPC` to a directory holding them). Without them this test fails.
 
-mod daemon_support;
-mod support;
+use crate::daemon_support::*;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cuzk::ProofKind;
-use daemon_support::*;
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -91,7 +90,7 @@ fn a_python_grpcio_client_proves_through_the_daemon() {
     });
     std::fs::write(&requests, body.to_string()).unwrap();
 
-    let _g = heavy_blocking();
+    let _g = support::cores_alone_blocking();
     let d = Daemon::start(Listen::Unix, "");
     let out = python(&grpc)
         .arg(manifest().join("tests/python/drive_daemon.py"))
@@ -284,7 +283,7 @@ fn curio_s_client_proves_every_kind_through_the_daemon_and_filecoin_proofs_accep
     let sectors = stubs.path().join("sector.json");
     std::fs::write(&sectors, curio_sector().to_string()).unwrap();
 
-    let _g = heavy_blocking();
+    let _g = support::cores_alone_blocking();
     let d = Daemon::start(Listen::Unix, "");
     let out = python(&grpc)
         .arg(manifest().join("tests/python/curio_client.py"))
