@@ -339,3 +339,122 @@ fn curio_s_client_proves_every_kind_through_the_daemon_and_filecoin_proofs_accep
     }
     assert_eq!(seen["completed"], 7, "{seen}");
 }
+
+/// Where `.ci/run` installs `opentelemetry-proto` and `grpcio` for the OTLP receiver.
+fn otlp_python_path() -> PathBuf {
+    std::env::var_os("CUZK_PYTHON_OTLP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest().join(".ci/otlp"))
+}
+
+/// The spans of a real proof reach an OTLP receiver that is not ours (Python, built from the
+/// official opentelemetry-proto definitions) as one tree: job -> partition -> synthesis and
+/// gpu -> verify, with the job's kind and sector size and the device's identity as
+/// attributes, and nothing is dropped.
+#[test]
+fn the_span_tree_of_a_proof_reaches_an_otlp_receiver_that_is_not_ours() {
+    use std::io::BufRead;
+    let otlp = otlp_python_path();
+    let probe = python(&otlp)
+        .args(["-c", "import grpc, opentelemetry.proto.collector.trace.v1"])
+        .output()
+        .expect("python3 must be installed");
+    assert!(
+        probe.status.success(),
+        "opentelemetry-proto and grpcio are missing from {} ({}): run .ci/run, which installs them there",
+        otlp.display(),
+        String::from_utf8_lossy(&probe.stderr).trim()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let spans_file = dir.path().join("spans.jsonl");
+    let mut receiver = python(&otlp)
+        .arg(manifest().join("tests/python/otlp_receiver.py"))
+        .arg(&spans_file)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(receiver.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("receiver said {line:?}"));
+
+    let _g = support::cores_alone_blocking();
+    let mut d = Daemon::start(
+        Listen::Unix,
+        &format!(
+            "metrics_listen = \"127.0.0.1:0\"\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{port}\"\nservice_name = \"cuzk-under-test\""
+        ),
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (proof, metrics) = rt.block_on(async {
+        let mut c = d.client().await;
+        let r = c
+            .prove(cuzk::daemon::proto::ProveRequest {
+                submit: Some(wire(ProofKind::WinningPost, "otlp-1")),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .result
+            .unwrap();
+        (r.proof, metrics_text(&mut c).await)
+    });
+    assert_verifies(ProofKind::WinningPost, &proof);
+    assert!(
+        metrics.contains("cuzk_telemetry_spans_dropped_total 0"),
+        "{metrics}"
+    );
+    // on SIGTERM the daemon sends what is still queued before it exits
+    d.signal("TERM");
+    assert!(
+        d.wait_exit(std::time::Duration::from_secs(60)).is_some(),
+        "{}",
+        d.log()
+    );
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+
+    let spans: Vec<serde_json::Value> = std::fs::read_to_string(&spans_file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let named =
+        |n: &str| -> Vec<&serde_json::Value> { spans.iter().filter(|s| s["name"] == n).collect() };
+    let job = named("job");
+    assert_eq!(job.len(), 1, "one job span: {spans:#?}");
+    let job = job[0];
+    assert_eq!(job["parent"], "", "the job is a root");
+    assert_eq!(job["service"], "cuzk-under-test");
+    assert_eq!(
+        job["attributes"]["kind"],
+        ProofKind::WinningPost.to_string()
+    );
+    assert_eq!(job["attributes"]["sector_size"], "2KiB");
+    assert_eq!(job["attributes"]["request_id"], "otlp-1");
+    let children = |parent: &serde_json::Value, n: &str| -> Vec<&serde_json::Value> {
+        named(n)
+            .into_iter()
+            .filter(|s| s["parent"] == parent["span"] && s["trace"] == parent["trace"])
+            .collect()
+    };
+    let partitions = children(job, "partition");
+    assert_eq!(partitions.len(), 1, "{spans:#?}");
+    let p = partitions[0];
+    assert_eq!(children(p, "synthesis").len(), 1, "{spans:#?}");
+    let gpu = children(p, "gpu");
+    assert_eq!(gpu.len(), 1, "{spans:#?}");
+    assert!(gpu[0]["attributes"]["device"].is_string(), "{:#?}", gpu[0]);
+    assert!(
+        gpu[0]["attributes"]["device_uuid"].is_string(),
+        "{:#?}",
+        gpu[0]
+    );
+    assert_eq!(children(gpu[0], "verify").len(), 1, "{spans:#?}");
+    assert_eq!(children(job, "prepare").len(), 1, "{spans:#?}");
+}
