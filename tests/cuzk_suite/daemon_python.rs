@@ -458,3 +458,51 @@ fn the_span_tree_of_a_proof_reaches_an_otlp_receiver_that_is_not_ours() {
     assert_eq!(children(gpu[0], "verify").len(), 1, "{spans:#?}");
     assert_eq!(children(job, "prepare").len(), 1, "{spans:#?}");
 }
+
+/// A collector that is down costs a proof nothing: the daemon proves and verifies as
+/// without export, and the spans it could not send are counted as dropped.
+#[test]
+fn a_collector_that_is_down_costs_the_proof_nothing_but_counted_drops() {
+    // a port nothing listens on: bound, then closed
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let _g = support::cores_alone_blocking();
+    let d = Daemon::start(
+        Listen::Unix,
+        &format!(
+            "[telemetry]\notlp_endpoint = \"http://127.0.0.1:{port}\"\nexport_timeout_secs = 1"
+        ),
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut c = d.client().await;
+        let r = c
+            .prove(cuzk::daemon::proto::ProveRequest {
+                submit: Some(wire(ProofKind::WinningPost, "")),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .result
+            .unwrap();
+        assert_verifies(ProofKind::WinningPost, &r.proof);
+        // the failed batches are counted once their export gives up
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let text = metrics_text(&mut c).await;
+            let dropped = metric(&text, "cuzk_telemetry_spans_dropped_total").unwrap_or(0.0);
+            let exported = metric(&text, "cuzk_telemetry_spans_exported_total");
+            assert_eq!(exported, Some(0.0), "{text}");
+            if dropped > 0.0 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no span counted as dropped:\n{text}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    });
+}
