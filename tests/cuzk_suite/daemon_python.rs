@@ -456,6 +456,10 @@ fn the_span_tree_of_a_proof_reaches_an_otlp_receiver_that_is_not_ours() {
         gpu[0]
     );
     assert_eq!(children(gpu[0], "verify").len(), 1, "{spans:#?}");
+    // the prover's phases under the device span: H's transforms, then each MSM
+    for phase in ["ntt", "msm_h", "msm_l", "msm_a", "msm_b_g1", "msm_b_g2"] {
+        assert_eq!(children(gpu[0], phase).len(), 1, "{phase}: {spans:#?}");
+    }
     assert_eq!(children(job, "prepare").len(), 1, "{spans:#?}");
 }
 
