@@ -242,8 +242,9 @@ impl DeviceDriver for CpuDriver {
 /// engine's CUDA backend.
 pub type GpuOpener = Arc<dyn Fn(usize) -> cuzk_engine::Result<Box<dyn Backend>> + Send + Sync>;
 
-/// The device memory one partition of a circuit reserves, as a GPU backend estimates it.
-pub type VramEstimate = Arc<dyn Fn(&Srs) -> u64 + Send + Sync>;
+/// The device memory one partition of a circuit reserves on a device with the given bytes
+/// for leases, as a GPU backend plans it.
+pub type VramEstimate = Arc<dyn Fn(&Srs, u64) -> u64 + Send + Sync>;
 
 /// NVIDIA GPUs through cudarc. Discovery reads each device's PCI address and UUID (ordinals
 /// are as `CUDA_VISIBLE_DEVICES` made them for this process and are used only right here,
@@ -253,6 +254,7 @@ pub struct CudaDriver {
     vram: Option<VramEstimate>,
     shared: Option<VramEstimate>,
     depth: usize,
+    memory_limit: Option<u64>,
 }
 
 impl CudaDriver {
@@ -264,6 +266,7 @@ impl CudaDriver {
             vram,
             shared: None,
             depth: 2,
+            memory_limit: None,
         }
     }
 
@@ -273,6 +276,13 @@ impl CudaDriver {
     /// every lease reserves the whole estimate.
     pub fn with_shared_vram(mut self, shared: VramEstimate) -> Self {
         self.shared = Some(shared);
+        self
+    }
+
+    /// Holds each GPU's leases to `limit` bytes in all (`None`: the whole card), less what
+    /// the context takes ([`cuzk_engine::cuda::usable_memory`]).
+    pub fn with_memory_limit(mut self, limit: Option<u64>) -> Self {
+        self.memory_limit = limit;
         self
     }
 
@@ -356,9 +366,9 @@ impl DeviceDriver for CudaDriver {
         Ok(Box::new(BackendWorker::new(backend, None)?))
     }
 
-    fn vram_for(&self, _device: &DeviceInfo, srs: &Srs) -> u64 {
+    fn vram_for(&self, device: &DeviceInfo, srs: &Srs) -> u64 {
         match &self.vram {
-            Some(f) => f(srs),
+            Some(f) => f(srs, self.usable_vram(device)),
             // Without the backend's own estimate: parameters plus a partition's scalars,
             // doubled for scratch.
             None => 2 * (srs.memory_bytes() + srs.partition_host_bytes()),
@@ -367,14 +377,14 @@ impl DeviceDriver for CudaDriver {
 
     fn vram_shared_for(&self, device: &DeviceInfo, srs: &Srs) -> u64 {
         match (&self.vram, &self.shared) {
-            (Some(_), Some(f)) => f(srs).min(self.vram_for(device, srs)),
+            (Some(_), Some(f)) => f(srs, self.usable_vram(device)).min(self.vram_for(device, srs)),
             _ => 0,
         }
     }
 
     fn usable_vram(&self, device: &DeviceInfo) -> u64 {
-        // Leave room for the context, modules and allocator slack.
-        device.total_memory.saturating_sub(2 << 30)
+        // the budget, less room for the context, modules and allocator slack
+        cuzk_engine::cuda::usable_memory(device.total_memory, self.memory_limit)
     }
 
     fn pipeline_depth(&self, _device: &DeviceInfo) -> usize {

@@ -108,6 +108,15 @@ pub struct EngineConfig {
     /// current one's kernels run, where the device's memory holds both reservations; 1
     /// proves strictly one partition after the other.
     pub gpu_pipeline_depth: usize,
+    /// Device memory each GPU's leases may use in all, bytes (`None`: the whole card, less
+    /// what the context takes): an 80 GB card then stands in for a smaller one. Circuits
+    /// whose bases and a partition's working memory do not fit are streamed from host
+    /// memory; a partition that does not fit even so fails at preparation, before any device
+    /// work, with the bytes it needs.
+    pub gpu_memory_limit: Option<u64>,
+    /// Streams every circuit's bases in chunks of this many G1 points, even where they
+    /// would fit resident (`None`: automatic). For tests and benchmarks of the streamed path.
+    pub gpu_stream_chunk: Option<usize>,
     /// OS niceness (0-19) of the threads that synthesise (the synthesis workers, and the
     /// engine's own pool, one thread per core, for synthesis's parallel loops). Above the
     /// device and verification threads' 0, so that a device thread never waits for a core
@@ -137,6 +146,8 @@ impl EngineConfig {
             tick: Duration::from_millis(50),
             retain_results: 4096,
             gpu_pipeline_depth: 2,
+            gpu_memory_limit: None,
+            gpu_stream_chunk: None,
             synthesis_niceness: DEFAULT_SYNTHESIS_NICENESS,
         }
     }
@@ -334,19 +345,31 @@ pub struct Engine {
 }
 
 /// The CUDA driver of this build: the engine's CUDA backend, opened on each device actor's
-/// thread; a lease reserves the backend's own estimate (resident bases + working memory).
-fn cuda_driver(depth: usize) -> CudaDriver {
-    use cuzk_engine::cuda::CudaBackend;
-    let opener: crate::driver::GpuOpener = Arc::new(|ordinal| {
-        let backend = CudaBackend::open(ordinal)?;
+/// thread; a lease reserves the backend's own plan for the circuit on that device (resident
+/// bases + working memory, or streamed bases + their rings and working memory).
+fn cuda_driver(config: &EngineConfig) -> CudaDriver {
+    use cuzk_engine::cuda::{lease_plan, CudaBackend};
+    let (limit, chunk) = (config.gpu_memory_limit, config.gpu_stream_chunk);
+    let opener: crate::driver::GpuOpener = Arc::new(move |ordinal| {
+        let backend = CudaBackend::open(ordinal)?
+            .with_memory_limit(limit)
+            .with_stream_chunk(chunk);
         Ok(Box::new(backend) as Box<dyn cuzk_engine::Backend>)
     });
-    let vram = Arc::new(|srs: &cuzk_engine::Srs| CudaBackend::vram_needed(srs, srs.domain_size()));
+    // what does not fit even streamed reserves more than any device has: refused at
+    // preparation, naming the bytes
+    let vram = Arc::new(move |srs: &cuzk_engine::Srs, usable: u64| {
+        lease_plan(srs, usable, chunk)
+            .map_or_else(|need| need.max(usable.saturating_add(1)), |p| p.bytes)
+    });
     // the resident bases and masks: one copy a device, whatever the leases of the circuit
-    let shared = Arc::new(|srs: &cuzk_engine::Srs| CudaBackend::resident_bytes_of(srs));
+    let shared = Arc::new(move |srs: &cuzk_engine::Srs, usable: u64| {
+        lease_plan(srs, usable, chunk).map_or(0, |p| p.shared)
+    });
     CudaDriver::new(Some(opener), Some(vram))
         .with_shared_vram(shared)
-        .with_pipeline_depth(depth)
+        .with_pipeline_depth(config.gpu_pipeline_depth)
+        .with_memory_limit(limit)
 }
 
 impl Engine {
@@ -363,7 +386,7 @@ impl Engine {
             match &config.devices {
                 DeviceChoice::Cpu => (cpu(), Vec::new()),
                 DeviceChoice::Auto => {
-                    let cuda = cuda_driver(config.gpu_pipeline_depth);
+                    let cuda = cuda_driver(&config);
                     let found = if cuda.can_prove() {
                         cuda.discover().unwrap_or_else(|e| {
                             warn!(error = %e, "GPU discovery failed; proving on the CPU");
@@ -378,10 +401,7 @@ impl Engine {
                         (Arc::new(cuda), Vec::new())
                     }
                 }
-                DeviceChoice::Gpus(sel) => (
-                    Arc::new(cuda_driver(config.gpu_pipeline_depth)),
-                    sel.clone(),
-                ),
+                DeviceChoice::Gpus(sel) => (Arc::new(cuda_driver(&config)), sel.clone()),
                 DeviceChoice::Driver(d, sel) => (d.clone(), sel.clone()),
             };
         let discovered = driver.discover()?;

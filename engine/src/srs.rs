@@ -49,6 +49,9 @@ pub struct Srs {
     pub load_time: Duration,
     /// Process-unique identity (see [`Srs::id`]).
     id: u64,
+    /// The query bases registered as page-locked host memory, for devices that stream them
+    /// (made by the first such device, shared by all; `None` inside when that failed).
+    pub(crate) host_pinned: OnceLock<Option<Arc<crate::cuda::streamed::HostSrs>>>,
 }
 
 /// Hands out [`Srs::id`]s: never reused within a process.
@@ -100,6 +103,7 @@ impl Srs {
             file_bytes: 0,
             load_time: Duration::ZERO,
             id: next_srs_id(),
+            host_pinned: OnceLock::new(),
         }
     }
 
@@ -425,6 +429,7 @@ pub fn load(path: &Path, proof: RegisteredProof) -> Result<Srs> {
         file_bytes,
         load_time,
         id: next_srs_id(),
+        host_pinned: OnceLock::new(),
     })
 }
 

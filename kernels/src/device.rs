@@ -220,6 +220,56 @@ impl GpuDevice {
             .map(|(free, _)| free)
             .map_err(self.drv("reading free memory"))
     }
+    /// The most device memory this process's allocations on the device have held at once
+    /// since the device was opened or [`GpuDevice::reset_peak_memory`] (the default memory
+    /// pool's `USED_MEM_HIGH`, measured by the driver: every buffer of this crate comes from
+    /// that pool). Excludes the context and loaded modules. `None` where the driver has no
+    /// memory pools (allocations are then synchronous and not counted).
+    pub fn peak_memory(&self) -> Result<Option<u64>> {
+        self.pool_attribute(
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+            None,
+        )
+        .map_err(self.drv("reading the memory pool's peak"))
+    }
+
+    /// Starts [`GpuDevice::peak_memory`] afresh from what is allocated now.
+    pub fn reset_peak_memory(&self) -> Result<()> {
+        self.pool_attribute(
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+            Some(0),
+        )
+        .map(|_| ())
+        .map_err(self.drv("resetting the memory pool's peak"))
+    }
+
+    /// Reads (`set` None) or writes a u64 attribute of the device's default memory pool.
+    fn pool_attribute(
+        &self,
+        attr: sys::CUmemPool_attribute,
+        set: Option<u64>,
+    ) -> std::result::Result<Option<u64>, DriverError> {
+        if !self.ctx.has_async_alloc() {
+            return Ok(None);
+        }
+        self.ctx.bind_to_thread()?;
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: `pool` is a valid out-pointer; the device handle comes from a live context.
+        unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device()) }.result()?;
+        let mut value: u64 = set.unwrap_or(0);
+        let ptr = (&mut value as *mut u64).cast();
+        // SAFETY: the pool's memory attributes take a pointer to a u64 (cuuint64_t), which
+        // lives across the call; `pool` was just returned by the driver for this device.
+        unsafe {
+            match set {
+                Some(_) => sys::cuMemPoolSetAttribute(pool, attr, ptr),
+                None => sys::cuMemPoolGetAttribute(pool, attr, ptr),
+            }
+        }
+        .result()?;
+        Ok(Some(value))
+    }
+
     /// NVRTC architecture, e.g. `sm_90`.
     pub fn arch(&self) -> &str {
         &self.arch

@@ -12,6 +12,7 @@
 //! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
 //! | [`fixed_base`] | one fixed point times many scalars, by window tables (parameter generation) |
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
+//! | [`stream`] | bases streamed from page-locked host memory through a ring of device buffers ([`PinnedPoints`], [`BaseRing`]) |
 //! | [`staging`] | [`Staging`]: page-locked buffers that large uploads pass through |
 //! | [`bounce`] | page-locked bounce buffers for small copies, which never hold other threads back |
 //! | [`profile`] | [`StepTiming`]: each step of the MSMs or transforms timed apart, for measurements |
@@ -38,6 +39,7 @@ pub mod ntt;
 pub mod profile;
 pub mod reference;
 pub mod staging;
+pub mod stream;
 #[cfg(feature = "testdata")]
 pub mod testdata;
 
@@ -48,3 +50,4 @@ pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, MsmCurve, SortedScalar
 pub use ntt::{coset_z_inverse, NttKind, NttOptions};
 pub use profile::StepTiming;
 pub use staging::Staging;
+pub use stream::{BaseRing, PinnedPoints};

@@ -32,6 +32,7 @@ use crate::device::{check_len, DeviceBuffer, GpuDevice, PciId};
 use crate::error::{Error, Result};
 use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
 use crate::profile::Steps;
+use crate::stream::BaseRing;
 
 /// Largest number of points one pipeline run handles; larger inputs are chunked. Measured
 /// on an H200 (CHANGELOG.md): one 2^27 chunk saves the second chunk's window and piece
@@ -174,6 +175,16 @@ impl<C: MsmCurve> std::fmt::Debug for Bases<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}Bases[{}]", C::NAME, self.len())
     }
+}
+
+/// Where the bases of an MSM's chunks come from.
+enum Source<'a, C: MsmCurve> {
+    /// No points (an empty range).
+    None,
+    /// Resident on the device.
+    Device(&'a DeviceBuffer<C::Affine>),
+    /// In host memory, copied into a ring of device buffers chunk by chunk.
+    Host(&'a [C::Affine], &'a mut BaseRing<C>),
 }
 
 /// Fewest buckets a segment of the window sums must hold for `msm_segments_pair_g2` to be
@@ -569,6 +580,45 @@ impl GpuDevice {
         chunk: usize,
     ) -> Result<C::Projective> {
         check_range(bases.len(), &range)?;
+        match bases.buf.as_ref() {
+            Some(buf) => self.msm_over(Source::<C>::Device(buf), range, scalars, from, chunk),
+            // no points: the range is empty (checked above); the scalars are still checked
+            None => self.msm_over::<C>(Source::None, range, scalars, from, chunk),
+        }
+    }
+
+    /// `sum_i scalars[from + i] * host[range.start + i]` for `i < range.len()`, with the
+    /// bases streamed from host memory through `ring` a chunk at a time (the ring's chunk):
+    /// the next chunk crosses the link while the device accumulates the current one. The
+    /// same result as [`GpuDevice::msm_at`] over the same points resident.
+    ///
+    /// `host` should be [`crate::PinnedPoints`] memory: from pageable memory each copy
+    /// waits for the device first (correct, slower). The range must lie within `host` and
+    /// the scalars' window within `scalars`.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, n = range.len(), chunk = ring.chunk()))]
+    pub fn msm_streamed<C: MsmCurve>(
+        &self,
+        host: &[C::Affine],
+        range: Range<usize>,
+        scalars: &DeviceBuffer<Scalar>,
+        from: usize,
+        ring: &mut BaseRing<C>,
+    ) -> Result<C::Projective> {
+        check_range(host.len(), &range)?;
+        let chunk = ring.chunk();
+        self.msm_over(Source::Host(host, ring), range, scalars, from, chunk)
+    }
+
+    /// The chunk loop of [`GpuDevice::msm_chunked`] and [`GpuDevice::msm_streamed`]; `range`
+    /// has been checked against the bases.
+    fn msm_over<C: MsmCurve>(
+        &self,
+        mut bases: Source<'_, C>,
+        range: Range<usize>,
+        scalars: &DeviceBuffer<Scalar>,
+        from: usize,
+        chunk: usize,
+    ) -> Result<C::Projective> {
         if from
             .checked_add(range.len())
             .is_none_or(|end| end > scalars.len())
@@ -586,9 +636,9 @@ impl GpuDevice {
             });
         }
         let mut acc = C::Projective::identity();
-        let Some(buf) = bases.buf.as_ref() else {
-            return Ok(acc); // no points: the range is empty (checked above)
-        };
+        if matches!(bases, Source::None) || range.is_empty() {
+            return Ok(acc);
+        }
         // A chunk whose plan has the previous chunks' width and no more windows adds its points
         // to their bucket sums (msm_accumulate's `into`), so that the windows are summed once
         // for all of them; another plan sums the buckets so far and starts its own.
@@ -596,10 +646,15 @@ impl GpuDevice {
         let mut start = 0;
         while start < range.len() {
             let end = (start + chunk).min(range.len());
-            let b = buf.view(range.start + start..range.start + end);
             let s = scalars.view(from + start..from + end);
             let mut marks = marks(self, C::NAME, s.len());
             if let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? {
+                let points = range.start + start..range.start + end;
+                let b = match &mut bases {
+                    Source::Device(buf) => buf.view(points),
+                    Source::Host(host, ring) => ring.fill(&host[points])?,
+                    Source::None => break,
+                };
                 let into = match carried.take() {
                     Some(held) if held.takes(&lists) => Some(held),
                     Some(held) => {

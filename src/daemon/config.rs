@@ -139,6 +139,12 @@ pub struct DevicesSection {
     /// Leases a GPU may hold at once, 1 to 4: 2 uploads the next partition while the current
     /// one's kernels run (where device memory holds both reservations); 1 turns that off.
     pub pipeline_depth: usize,
+    /// Device memory each GPU's leases may use (`"16GiB"`); 0 = the whole card. Circuits
+    /// that do not fit resident are streamed from host memory.
+    pub memory_limit: ByteSize,
+    /// Streams every circuit's parameters in chunks of this many G1 points; 0 = automatic
+    /// (resident where they fit).
+    pub stream_chunk_points: usize,
     /// OS niceness of the synthesis threads, 0 to 19: above the device threads' 0, so that
     /// a device never waits for a core behind synthesis; 0 = as the daemon.
     pub synthesis_niceness: i32,
@@ -151,6 +157,8 @@ impl Default for DevicesSection {
             gpus: Vec::new(),
             synthesis_workers: 0,
             pipeline_depth: 2,
+            memory_limit: ByteSize(0),
+            stream_chunk_points: 0,
             synthesis_niceness: cuzk_actors::DEFAULT_SYNTHESIS_NICENESS,
         }
     }

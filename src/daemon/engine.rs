@@ -339,6 +339,14 @@ pub fn engine_config(
     ec.pce_dir = Some(config.params.pce_dir());
     ec.devices = devices;
     ec.gpu_pipeline_depth = config.devices.pipeline_depth;
+    ec.gpu_memory_limit = match config.devices.memory_limit.0 {
+        0 => None,
+        n => Some(n),
+    };
+    ec.gpu_stream_chunk = match config.devices.stream_chunk_points {
+        0 => None,
+        n => Some(n),
+    };
     ec.synthesis_niceness = config.devices.synthesis_niceness;
     ec.synthesis_workers = match config.devices.synthesis_workers {
         0 => (cores / 2).max(1),

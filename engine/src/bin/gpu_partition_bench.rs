@@ -38,7 +38,8 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16::{Parameters, VerifyingKey};
 use blstrs::{Bls12, G2Affine, Scalar};
-use cuzk_engine::cuda::{prove_msms, DeviceSrs, PhaseTimes, QueryLens, Transfers};
+use cuzk_engine::cuda::streamed::{HostSrs, Rings};
+use cuzk_engine::cuda::{prove_msms, DeviceSrs, PhaseTimes, Queries, QueryLens, Transfers};
 use cuzk_engine::kernels::testdata::{g1_points, g2_points};
 use cuzk_engine::kernels::{Staging, G1, G2};
 use cuzk_engine::pce::{Assignment, Density};
@@ -299,8 +300,20 @@ fn check(
             if on_host { "host" } else { "device" },
         );
     }
+    // streamed bases, in chunks of 2^12 points, from page-locked host memory
+    gpu = gpu
+        .with_b_g2_on_host(false)
+        .with_stream_chunk(Some(1 << 12));
     gpu.evict(&srs);
-    Ok(gpu)
+    let (ours, phases) = gpu.prove_timed(&srs, asg.clone(), r, s, 0)?;
+    if proof_bytes(&ours) != proof_bytes(&cpu) {
+        return Err(format!("domain 2^{log_m}, streamed bases: GPU and CPU proofs differ").into());
+    }
+    println!(
+        "check at 2^{log_m}, bases streamed in chunks of 2^12 ({}): GPU proof == CPU proof; {phases}",
+        gpu.last_residency().map_or("?".into(), |r| r.to_string())
+    );
+    Ok(gpu.with_stream_chunk(None))
 }
 
 /// The eight phase columns of a results row: upload, ntt, the five MSMs, download (ms).
@@ -356,6 +369,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => cuzk_engine::kernels::StepTiming::default(),
         Some(what) => cuzk_engine::kernels::StepTiming::parse(what)
             .ok_or("--profile takes msm, ntt or all")?,
+    };
+    // --budgets 16,20,24,0: device memory budgets in GiB for streamed runs (0: resident)
+    let budgets: Vec<u64> = match flag("--budgets") {
+        None => Vec::new(),
+        Some(list) => list
+            .split(',')
+            .map(|b| {
+                b.trim()
+                    .parse::<u64>()
+                    .map_err(|e| format!("--budgets {list}: {e}"))
+            })
+            .collect::<Result<_, _>>()?,
     };
     let mut gpu = CudaBackend::open(0)?.with_step_timing(timing);
     println!(
@@ -445,7 +470,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ..Transfers::default()
             };
             let t = Instant::now();
-            let p: PhaseTimes = prove_msms(dev, &srs, input, 0, host, io)?.times;
+            let p: PhaseTimes = prove_msms(dev, Queries::Resident(&srs), input, 0, host, io)?.times;
             let wall = t.elapsed();
             let label = if run == 0 {
                 "warm-up".to_string()
@@ -472,8 +497,163 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ms(walls[(walls.len() - 1) / 2])
         );
     }
+    if !budgets.is_empty() {
+        drop(srs);
+        let host = Parameters::<Bls12> {
+            h: Arc::new(tile(&uniq_g1, q.h)),
+            l: Arc::new(tile(&uniq_g1, q.l)),
+            a: Arc::new(tile(&uniq_g1, q.a)),
+            b_g1: Arc::new(tile(&uniq_g1, q.b_g1)),
+            b_g2: Arc::new(tile(&uniq_g2, q.b_g2)),
+            vk: host_params(&assignment(Shape::new(kind, 4), 1), 1).vk,
+        };
+        streamed_runs(&gpu, &host, &asg, &budgets, runs, &mut staging)?;
+        return Ok(());
+    }
     if ahead {
         upload_ahead(dev, &srs, &asg, &mut staging, runs)?;
+    }
+    Ok(())
+}
+
+/// `n` points repeating `uniq`, on the host.
+fn tile<T: Copy + Send + Sync>(uniq: &[T], n: usize) -> Vec<T> {
+    (0..n)
+        .into_par_iter()
+        .map(|i| uniq[i % uniq.len()])
+        .collect()
+}
+
+/// The partition with its bases streamed from page-locked host memory under each device
+/// memory budget (GiB; 0: the bases resident, uploaded once), B in G2 on the device, staged
+/// uploads: time per phase, the chunk the budget allows, bytes moved host to device, the
+/// link's bandwidth measured in the same run, and the driver's peak of device memory.
+fn streamed_runs(
+    gpu: &CudaBackend,
+    host: &Parameters<Bls12>,
+    asg: &Assignment,
+    budgets: &[u64],
+    runs: usize,
+    staging: &mut Staging,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dev = gpu.device();
+    let q = QueryLens::of(host);
+    let n = asg.num_constraints();
+    let t = Instant::now();
+    let pinned = HostSrs::register(dev, host)?;
+    println!(
+        "\nparameters registered as page-locked host memory: {:.1} GiB in {:.1?}",
+        pinned.num_bytes() as f64 / (1u64 << 30) as f64,
+        t.elapsed()
+    );
+    // the link: 2^25 G1 points (3 GiB) from the registered H query, three times
+    let probe = &pinned.queries().h[..(1usize << 25).min(q.h)];
+    let mut link = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let buf = dev.upload(probe)?;
+        dev.synchronize()?;
+        link.push(std::mem::size_of_val(probe) as f64 / t.elapsed().as_secs_f64() / 1e9);
+        drop(buf);
+    }
+    link.sort_by(f64::total_cmp);
+    println!(
+        "link host to device (page-locked, {} MiB): {:.1} GB/s (median of 3: {link:.1?})",
+        std::mem::size_of_val(probe) >> 20,
+        link[1]
+    );
+    println!("| budget | residency | chunk | run | wall ms | upload | ntt | msm_h | msm_l | msm_a | msm_b_g1 | msm_b_g2 | download | GB moved | peak device GiB | planned GiB |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    for &budget in budgets {
+        let limit = (budget > 0).then_some(budget << 30);
+        let usable = cuzk_engine::cuda::usable_memory(dev.total_memory() as u64, limit);
+        let cap = if budget == 0 { u64::MAX } else { 0 };
+        let plan = cuzk_engine::cuda::vram::plan(&q, n, usable, cap, None);
+        let residency = match plan {
+            Ok(r) => r,
+            Err(need) => {
+                println!(
+                    "| {budget} GiB | does not fit: needs {:.1} GiB | | | | | | | | | | | | | | |",
+                    gib(need)
+                );
+                continue;
+            }
+        };
+        let planned = match residency {
+            cuzk_engine::cuda::Residency::Resident => cuzk_engine::cuda::vram::vram_needed(&q, n),
+            cuzk_engine::cuda::Residency::Streamed { chunk } => {
+                cuzk_engine::cuda::vram::streamed_needed(&q, n, chunk)
+            }
+        };
+        let resident = match residency {
+            cuzk_engine::cuda::Residency::Resident => Some(DeviceSrs::upload(dev, host)?),
+            _ => None,
+        };
+        let mut rings = match residency {
+            cuzk_engine::cuda::Residency::Streamed { chunk } => Some(Rings::new(dev, chunk)?),
+            _ => None,
+        };
+        let mut walls = Vec::new();
+        for run in 0..=runs {
+            dev.synchronize()?;
+            dev.reset_peak_memory()?;
+            let moved_before = rings.as_ref().map_or(0, |r| r.bytes_moved());
+            let queries = match (&resident, rings.as_mut()) {
+                (Some(r), _) => Queries::Resident(r),
+                (None, Some(rings)) => Queries::Streamed {
+                    host: pinned.queries(),
+                    rings,
+                },
+                (None, None) => return Err("neither resident nor streamed".into()),
+            };
+            let io = Transfers {
+                staging: Some(&mut *staging),
+                ..Transfers::default()
+            };
+            let t = Instant::now();
+            let p = prove_msms(dev, queries, asg.clone(), 0, None, io)?.times;
+            let wall = t.elapsed();
+            let moved = rings.as_ref().map_or(0, |r| r.bytes_moved()) - moved_before;
+            let peak = dev.peak_memory()?.unwrap_or(0);
+            let label = if run == 0 {
+                "warm-up".to_string()
+            } else {
+                walls.push(wall);
+                run.to_string()
+            };
+            let chunk = match residency {
+                cuzk_engine::cuda::Residency::Streamed { chunk } => {
+                    format!("2^{}", chunk.trailing_zeros())
+                }
+                _ => "-".into(),
+            };
+            println!(
+                "| {} | {} | {chunk} | {label} | {:.1} | {} | {:.1} | {:.2} | {:.2} |",
+                if budget == 0 {
+                    "unlimited".to_string()
+                } else {
+                    format!("{budget} GiB")
+                },
+                residency.as_str(),
+                ms(wall),
+                phase_cells(&p),
+                moved as f64 / 1e9,
+                gib(peak),
+                gib(planned)
+            );
+        }
+        walls.sort();
+        println!(
+            "budget {}: median of {runs} {:.1} ms per partition ({})",
+            if budget == 0 {
+                "unlimited".to_string()
+            } else {
+                format!("{budget} GiB")
+            },
+            ms(walls[(walls.len() - 1) / 2]),
+            residency
+        );
     }
     Ok(())
 }
@@ -514,7 +694,7 @@ fn upload_ahead(
             masks: Some(&mut masks),
         };
         let t = Instant::now();
-        let proved = prove_msms(dev, srs, input, 0, None, io)?;
+        let proved = prove_msms(dev, Queries::Resident(srs), input, 0, None, io)?;
         let wall = t.elapsed();
         uploaded = proved.ahead.transpose()?;
         let ahead_ms = uploaded.as_ref().map_or(0.0, |u| ms(u.took()));

@@ -19,6 +19,7 @@ pub mod masks;
 pub mod ntt;
 pub mod partition;
 pub mod resident;
+pub mod streamed;
 pub mod vram;
 
 use std::collections::HashMap;
@@ -35,15 +36,67 @@ use crate::prover::{check_shape, Backend, Blinding, Upcoming};
 use crate::srs::Srs;
 pub use masks::QueryMasks;
 pub use partition::{
-    prove_msms, upload_assignment, Ahead, PhaseTimes, Proved, Transfers, Uploaded,
+    prove_msms, upload_assignment, Ahead, PhaseTimes, Proved, Queries, Transfers, Uploaded,
 };
 pub use resident::DeviceSrs;
-pub use vram::QueryLens;
+pub use vram::{QueryLens, Residency};
 
-/// Share of the device's memory that resident parameters may take by default, in eighths:
-/// 5/8 (88 GB of an H200) holds PoRep 32 GiB's ~45 GiB of bases and leaves room for a
-/// 2^27 partition's working memory (about 30 GB).
+/// Share of the device memory leases may use that resident parameters may take, in eighths:
+/// 5/8 (88 GB of an H200, 48 GiB of an H100) holds PoRep 32 GiB's ~45 GiB of bases and
+/// leaves room for a 2^27 partition's working memory (about 30 GB). A circuit whose bases
+/// take more is streamed.
 const DEFAULT_RESIDENT_EIGHTHS: u64 = 5;
+
+/// Device memory kept back from leases for the CUDA context, the loaded kernel modules and
+/// the allocator's slack.
+pub const CONTEXT_RESERVE: u64 = 1 << 30;
+
+/// Device bytes leases may use on a device of `total` bytes under a configured budget of
+/// `limit` bytes (`None`: the whole device): the smaller, less [`CONTEXT_RESERVE`].
+pub fn usable_memory(total: u64, limit: Option<u64>) -> u64 {
+    limit
+        .map_or(total, |l| l.min(total))
+        .saturating_sub(CONTEXT_RESERVE)
+}
+
+/// What one partition of a circuit reserves on a device: how it reaches the bases, the
+/// bytes of the lease, and the part of them that is the resident bases (held once a device
+/// for all leases of the circuit; 0 when streamed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeasePlan {
+    /// Resident or streamed.
+    pub residency: Residency,
+    /// Device bytes a partition's lease reserves, the shared part included.
+    pub bytes: u64,
+    /// The resident bases and masks, shared by the circuit's leases on a device.
+    pub shared: u64,
+}
+
+/// The plan for `srs`'s partitions on a device with `usable` bytes for leases (see
+/// [`usable_memory`]); `chunk` forces streaming in chunks of that many G1 points. `Err`
+/// carries the fewest bytes a partition would need (streamed, smallest chunk).
+pub fn lease_plan(
+    srs: &Srs,
+    usable: u64,
+    chunk: Option<usize>,
+) -> std::result::Result<LeasePlan, u64> {
+    let q = QueryLens::of(&srs.params);
+    let n = srs.domain_size();
+    let resident_cap = usable / 8 * DEFAULT_RESIDENT_EIGHTHS;
+    let residency = vram::plan(&q, n, usable, resident_cap, chunk)?;
+    Ok(match residency {
+        Residency::Resident => LeasePlan {
+            residency,
+            bytes: vram::vram_needed(&q, n),
+            shared: q.resident_bytes(),
+        },
+        Residency::Streamed { chunk } => LeasePlan {
+            residency,
+            bytes: vram::streamed_needed(&q, n, chunk),
+            shared: 0,
+        },
+    })
+}
 
 /// A device resource made at first use. Its creation is tried once: after a failure the
 /// backend goes on without it (and says so once, in the log).
@@ -88,6 +141,16 @@ pub struct CudaBackend {
     /// The assignment of the partition named by the token, uploaded during the previous
     /// proof. Taken by the next proof: used if the token matches, freed otherwise.
     ahead: Option<(u64, Uploaded)>,
+    /// Device bytes leases may use ([`usable_memory`]); every plan stays within it.
+    usable: u64,
+    /// Streams every circuit in chunks of this many G1 points (tests and benchmarks).
+    stream_chunk: Option<usize>,
+    /// The rings of streamed partitions, kept between them (freed by a resident one).
+    rings: Option<streamed::Rings>,
+    /// Bytes of bases streamed to the device by rings since it was opened, rings gone included.
+    streamed_before: u64,
+    /// How the last partition reached its bases.
+    last_residency: Option<Residency>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -109,8 +172,14 @@ impl CudaBackend {
             context: "opening the device".into(),
             source: Box::new(source),
         })?;
-        let budget = dev.total_memory() as u64 / 8 * DEFAULT_RESIDENT_EIGHTHS;
+        let usable = usable_memory(dev.total_memory() as u64, None);
+        let budget = usable / 8 * DEFAULT_RESIDENT_EIGHTHS;
         Ok(CudaBackend {
+            usable,
+            stream_chunk: None,
+            rings: None,
+            streamed_before: 0,
+            last_residency: None,
             label: dev.pci_id().to_string(),
             dev,
             resident: resident::Lru::new(budget),
@@ -119,6 +188,71 @@ impl CudaBackend {
             staging: Lazy::Untried,
             side: Lazy::Untried,
             ahead: None,
+        })
+    }
+
+    /// Holds this device's leases to `limit` bytes of device memory (`None`: the whole
+    /// device), as on a card of that size: circuits whose bases and working memory do not
+    /// fit are streamed from host memory, and the resident budget becomes 5/8 of it.
+    pub fn with_memory_limit(mut self, limit: Option<u64>) -> Self {
+        self.usable = usable_memory(self.dev.total_memory() as u64, limit);
+        self.resident
+            .set_budget(self.usable / 8 * DEFAULT_RESIDENT_EIGHTHS);
+        drop_masks_of_evicted(&mut self.masks, &self.resident);
+        self
+    }
+
+    /// Streams every circuit's bases in chunks of `chunk` G1 points (`None`: resident where
+    /// they fit, else the largest chunk that fits). For tests and benchmarks of the streamed
+    /// path; the proofs are the same either way.
+    pub fn with_stream_chunk(mut self, chunk: Option<usize>) -> Self {
+        self.stream_chunk = chunk;
+        self
+    }
+
+    /// Device bytes this backend's leases may use.
+    pub fn usable_memory(&self) -> u64 {
+        self.usable
+    }
+
+    /// How `srs`'s partitions run on this device, and what each reserves; an error naming
+    /// the bytes needed when not even streaming fits.
+    pub fn plan(&self, srs: &Srs) -> Result<LeasePlan> {
+        lease_plan(srs, self.usable, self.stream_chunk).map_err(|need| Error::Prover {
+            partition: 0,
+            backend: self.label.clone(),
+            reason: format!(
+                "a partition of {} needs at least {need} bytes of device memory with its \
+                 parameters streamed; this device's budget is {} bytes",
+                srs.path.display(),
+                self.usable
+            ),
+        })
+    }
+
+    /// How the last partition reached its bases (`None` before the first).
+    pub fn last_residency(&self) -> Option<Residency> {
+        self.last_residency
+    }
+
+    /// Bytes of parameters streamed from host memory to this device so far.
+    pub fn bytes_streamed(&self) -> u64 {
+        self.streamed_before + self.rings.as_ref().map_or(0, |r| r.bytes_moved())
+    }
+
+    /// The most device memory this backend's buffers held at once since it was opened or
+    /// the last [`CudaBackend::reset_peak_memory`], as the driver measured it (`None`
+    /// without memory pools).
+    pub fn peak_memory(&self) -> Result<Option<u64>> {
+        self.dev
+            .peak_memory()
+            .map_err(|source| self.device_error("reading the peak of device memory".into(), source))
+    }
+
+    /// Starts [`CudaBackend::peak_memory`] afresh.
+    pub fn reset_peak_memory(&self) -> Result<()> {
+        self.dev.reset_peak_memory().map_err(|source| {
+            self.device_error("resetting the peak of device memory".into(), source)
         })
     }
 
@@ -270,7 +404,45 @@ impl CudaBackend {
             _ => None,
         };
         check_shape(&srs.params, &asg, &srs.path.display().to_string())?;
-        let bases = self.resident_bases(srs, partition)?;
+        let plan = self.plan(srs).map_err(|e| match e {
+            Error::Prover {
+                backend, reason, ..
+            } => Error::Prover {
+                partition,
+                backend,
+                reason,
+            },
+            e => e,
+        })?;
+        self.last_residency = Some(plan.residency);
+        let (bases, host) = match plan.residency {
+            Residency::Resident => {
+                if let Some(rings) = self.rings.take() {
+                    self.streamed_before += rings.bytes_moved();
+                }
+                (Some(self.resident_bases(srs, partition)?), None)
+            }
+            Residency::Streamed { chunk } => {
+                self.make_room_to_stream(plan.bytes);
+                if self.rings.as_ref().is_some_and(|r| r.chunk() != chunk) {
+                    if let Some(rings) = self.rings.take() {
+                        self.streamed_before += rings.bytes_moved();
+                    }
+                }
+                if self.rings.is_none() {
+                    let rings = streamed::Rings::new(&self.dev, chunk).map_err(|source| {
+                        self.device_error(
+                            format!(
+                                "partition {partition}: allocating the rings of streamed bases"
+                            ),
+                            source,
+                        )
+                    })?;
+                    self.rings = Some(rings);
+                }
+                (None, streamed::host_srs(&self.dev, srs))
+            }
+        };
         let host_g2 = self.b_g2_on_host.then(|| srs.params.b_g2.as_slice());
         // The next partition is uploaded ahead only if its shape is valid for its parameters
         // and those are resident already (an SRS upload is not something to overlap).
@@ -278,9 +450,28 @@ impl CudaBackend {
             self.resident.contains(n.srs.id())
                 && check_shape(&n.srs.params, n.assignment, "").is_ok()
         });
-        // the circuit's masks, taken out for this partition and put back after it
+        // the circuit's masks, taken out for this partition and put back after it (a
+        // streamed circuit keeps none: they are made for each partition)
         let mut masks = self.masks.remove(&srs.id());
+        let keep_masks = bases.is_some();
         let (dev, label) = (&self.dev, &self.label);
+        let queries = match (&bases, self.rings.as_mut()) {
+            (Some(resident), _) => Queries::Resident(resident),
+            (None, Some(rings)) => Queries::Streamed {
+                host: host.as_deref().map_or_else(
+                    || streamed::HostQueries::of(&srs.params),
+                    streamed::HostSrs::queries,
+                ),
+                rings,
+            },
+            (None, None) => {
+                return Err(Error::Prover {
+                    partition,
+                    backend: label.clone(),
+                    reason: "streamed bases without rings".into(),
+                })
+            }
+        };
         let staging = self.staging.get_or_make(|| {
             Staging::new(dev).map_err(|e| {
                 tracing::warn!(device = %label, error = %e,
@@ -314,7 +505,7 @@ impl CudaBackend {
             let blinding = scope.spawn(move || Blinding::new(params, r, s));
             let proved = prove_msms(
                 dev,
-                &bases,
+                queries,
                 asg,
                 partition,
                 host_g2,
@@ -322,7 +513,7 @@ impl CudaBackend {
                     staging,
                     uploaded,
                     ahead,
-                    masks: Some(&mut masks),
+                    masks: keep_masks.then_some(&mut masks),
                 },
             );
             let blinding = blinding.join().unwrap_or_else(|_| {
@@ -334,11 +525,11 @@ impl CudaBackend {
             });
             (proved, blinding)
         });
-        if let Some(kept) = masks {
+        if let Some(kept) = masks.filter(|_| keep_masks) {
             self.masks.insert(srs.id(), kept);
         }
         let (proved, blinding) = (proved?, blinding?);
-        drop(bases);
+        drop((bases, host));
         // the next partition's upload: its own time and size, beside this partition's phases
         let (ahead_ms, ahead_bytes) = match &proved.ahead {
             Some(Ok(up)) => (up.took().as_secs_f64() * 1e3, up.num_bytes()),
@@ -353,8 +544,21 @@ impl CudaBackend {
         let (msm, times) = (proved.msm, proved.times);
         let proof = blinding.assemble(&msm);
         tracing::debug!(device = %self.label, partition, %times, ahead_ms, ahead_bytes,
+            residency = plan.residency.as_str(), streamed_bytes = self.bytes_streamed(),
             "partition proved");
         Ok((proof, times))
+    }
+
+    /// Evicts resident circuits, least recently used first, until a streamed partition of
+    /// `bytes` fits beside the rest within the device's budget.
+    fn make_room_to_stream(&mut self, bytes: u64) {
+        for key in self.resident.keys_by_age() {
+            if self.resident.used().saturating_add(bytes) <= self.usable {
+                break;
+            }
+            self.resident.remove(key);
+        }
+        drop_masks_of_evicted(&mut self.masks, &self.resident);
     }
 
     /// Whether an assignment uploaded ahead is held (for tests and status).

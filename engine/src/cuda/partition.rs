@@ -15,6 +15,7 @@
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
+use blstrs::G1Projective;
 use blstrs::{G2Affine, G2Projective, Scalar};
 use cuzk_kernels::msm::MAX_CHUNK;
 use cuzk_kernels::profile::Steps;
@@ -28,6 +29,8 @@ use tracing::{info_span, Span};
 
 use super::masks::QueryMasks;
 use super::resident::DeviceSrs;
+use super::streamed::{HostQueries, Rings};
+use super::vram::QueryLens;
 use crate::cpu::msm::{msm_g2, Selection};
 use crate::cpu::ntt::Domain;
 use crate::error::{Error, Result};
@@ -175,19 +178,105 @@ fn alloc(dev: &GpuDevice, len: usize) -> cuzk_kernels::Result<Option<DeviceBuffe
     dev.alloc_zeroed(len).map(Some)
 }
 
-/// The B query's MSM over `bases[..n]`: from `sorted` when B's scalars were sorted once for
-/// both curves, else from `scalars` (sorting them itself); the identity without scalars.
+/// Where a partition's MSMs find the circuit's bases.
+pub enum Queries<'a> {
+    /// Resident on the device.
+    Resident(&'a DeviceSrs),
+    /// In host memory (page-locked where it could be registered), streamed chunk by chunk
+    /// through the device's rings for every MSM.
+    Streamed {
+        /// The five queries.
+        host: HostQueries<'a>,
+        /// The device's rings.
+        rings: &'a mut Rings,
+    },
+}
+
+/// One of the G1 queries.
+#[derive(Clone, Copy, Debug)]
+enum G1Query {
+    H,
+    L,
+    A,
+    BG1,
+}
+
+impl Queries<'_> {
+    /// Point counts of the five queries.
+    pub fn lens(&self) -> QueryLens {
+        match self {
+            Queries::Resident(srs) => srs.lens(),
+            Queries::Streamed { host, .. } => host.lens(),
+        }
+    }
+
+    /// Whether the bases are streamed.
+    pub fn streamed(&self) -> bool {
+        matches!(self, Queries::Streamed { .. })
+    }
+
+    /// `sum_i scalars[from + i] * query[i]` for `i < n`.
+    fn g1(
+        &mut self,
+        dev: &GpuDevice,
+        query: G1Query,
+        n: usize,
+        scalars: &DeviceBuffer<Scalar>,
+        from: usize,
+    ) -> cuzk_kernels::Result<G1Projective> {
+        match self {
+            Queries::Resident(srs) => {
+                let bases = match query {
+                    G1Query::H => &srs.h,
+                    G1Query::L => &srs.l,
+                    G1Query::A => &srs.a,
+                    G1Query::BG1 => &srs.b_g1,
+                };
+                dev.msm_at(bases, 0..n, scalars, from)
+            }
+            Queries::Streamed { host, rings } => {
+                let bases = match query {
+                    G1Query::H => host.h,
+                    G1Query::L => host.l,
+                    G1Query::A => host.a,
+                    G1Query::BG1 => host.b_g1,
+                };
+                dev.msm_streamed(bases, 0..n, scalars, from, &mut rings.g1)
+            }
+        }
+    }
+
+    /// `sum_i scalars[i] * b_g2[i]` for `i < n`.
+    fn g2(
+        &mut self,
+        dev: &GpuDevice,
+        n: usize,
+        scalars: &DeviceBuffer<Scalar>,
+    ) -> cuzk_kernels::Result<G2Projective> {
+        match self {
+            Queries::Resident(srs) => dev.msm(&srs.b_g2, 0..n, scalars),
+            Queries::Streamed { host, rings } => {
+                dev.msm_streamed(host.b_g2, 0..n, scalars, 0, &mut rings.g2)
+            }
+        }
+    }
+}
+
+/// The B query's MSM in G1 or G2 over its first `n` points: from `sorted` (resident bases)
+/// when B's scalars were sorted once for both curves, else from `scalars` (sorting them
+/// itself); the identity without scalars.
 fn b_msm<C: MsmCurve>(
     dev: &GpuDevice,
-    bases: &Bases<C>,
+    resident: Option<&Bases<C>>,
     n: usize,
     sorted: Option<&SortedScalars>,
     scalars: Option<&DeviceBuffer<Scalar>>,
+    unsorted: impl FnOnce(&DeviceBuffer<Scalar>) -> cuzk_kernels::Result<C::Projective>,
 ) -> cuzk_kernels::Result<C::Projective> {
-    match (sorted, scalars) {
-        (Some(sorted), _) => dev.msm_sorted(bases, 0..n, sorted),
-        (None, Some(s)) => dev.msm(bases, 0..n, s),
-        (None, None) => Ok(Group::identity()),
+    match (sorted, resident, scalars) {
+        (Some(sorted), Some(bases), _) => dev.msm_sorted(bases, 0..n, sorted),
+        (_, _, Some(s)) => unsorted(s),
+        (_, _, None) => Ok(Group::identity()),
     }
 }
 
@@ -294,17 +383,48 @@ pub fn upload_assignment(
     asg: &Assignment,
     staging: Option<&mut Staging>,
 ) -> cuzk_kernels::Result<Uploaded> {
+    upload_parts(dev, asg, staging, true)
+}
+
+/// As [`upload_assignment`]; without `with_aux` the aux values stay on the host (a
+/// partition with streamed bases uploads them after its H MSM, see [`prove_msms`]).
+fn upload_parts(
+    dev: &GpuDevice,
+    asg: &Assignment,
+    staging: Option<&mut Staging>,
+    with_aux: bool,
+) -> cuzk_kernels::Result<Uploaded> {
     let started = Instant::now();
-    let mut up = allocate_for(dev, asg)?;
+    let mut up = allocate_for(dev, asg, with_aux)?;
     fill(dev, asg, &mut up, staging)?;
     up.took = started.elapsed();
     Ok(up)
 }
 
+/// The aux values on the device (none when there are none).
+fn upload_aux(
+    dev: &GpuDevice,
+    aux: &[Scalar],
+    staging: Option<&mut Staging>,
+) -> cuzk_kernels::Result<Option<DeviceBuffer<Scalar>>> {
+    let Some(mut buf) = alloc(dev, aux.len())? else {
+        return Ok(None);
+    };
+    match staging {
+        Some(st) => dev.copy_to_device_staged(st, aux, &mut buf, 0)?,
+        None => dev.copy_to_device_at(aux, &mut buf, 0)?,
+    }
+    Ok(Some(buf))
+}
+
 /// Device buffers for `asg`'s a, b, c (zeroed, the domain's length; none for a domain of
 /// one point) and aux values, queued on `dev`'s stream, for [`fill`] to copy into (on the
 /// same stream, or on another: see [`prove_msms`] for why the upload ahead allocates here).
-fn allocate_for(dev: &GpuDevice, asg: &Assignment) -> cuzk_kernels::Result<Uploaded> {
+fn allocate_for(
+    dev: &GpuDevice,
+    asg: &Assignment,
+    with_aux: bool,
+) -> cuzk_kernels::Result<Uploaded> {
     let m = domain_points(asg);
     let zeroed = |len: usize| alloc(dev, if m < 2 { 0 } else { len });
     Ok(Uploaded {
@@ -314,7 +434,7 @@ fn allocate_for(dev: &GpuDevice, asg: &Assignment) -> cuzk_kernels::Result<Uploa
         a: zeroed(m)?,
         b: zeroed(m)?,
         c: zeroed(m)?,
-        aux: alloc(dev, asg.aux.len())?,
+        aux: alloc(dev, if with_aux { asg.aux.len() } else { 0 })?,
     })
 }
 
@@ -385,6 +505,11 @@ pub struct Proved {
 /// Proves the MSM part of one partition on `dev` against `srs`: returns the five group
 /// elements that [`crate::prover::assemble`] combines, and the time of each phase.
 ///
+/// With streamed bases ([`Queries::Streamed`]) every MSM streams its bases through the
+/// rings, and the aux values reach the device after the H MSM, when the domain buffers are
+/// freed: the partition then needs [`super::vram::streamed_needed`] bytes, not the resident
+/// bases and [`super::vram::working_bytes`].
+///
 /// With `b_g2_host` (the host's copy of the B query in G2, the same points as `srs.b_g2`),
 /// B in G2 is computed on the host's cores while the device works, and `srs.b_g2` is not
 /// used. The assignment must have the shape `srs` was made for (see
@@ -395,7 +520,7 @@ pub struct Proved {
 /// partition's meanwhile. Same results whatever it says.
 pub fn prove_msms(
     dev: &GpuDevice,
-    srs: &DeviceSrs,
+    mut srs: Queries<'_>,
     asg: Assignment,
     partition: usize,
     b_g2_host: Option<&[G2Affine]>,
@@ -411,6 +536,7 @@ pub fn prove_msms(
     let domain = Domain::for_size(asg.a.len())?;
     let m = domain.m;
     let lens = srs.lens();
+    let streamed = srs.streamed();
     if lens.h + 1 != m || lens.l != asg.aux.len() {
         return Err(Error::Prover {
             partition,
@@ -424,8 +550,13 @@ pub fn prove_msms(
     let on_device = match uploaded.filter(|u| u.fits(&asg)) {
         Some(u) => u,
         None => phase(dev, partition, "upload", &mut t.upload, || {
-            upload_assignment(dev, &asg, staging.as_deref_mut())
+            upload_parts(dev, &asg, staging.as_deref_mut(), !streamed)
         })?,
+    };
+    // the staging buffers: the upload ahead's once this partition's own uploads are done
+    let (mut staging, staging_ahead) = match ahead {
+        Some(_) if !streamed => (None, staging),
+        _ => (staging, None),
     };
     let Assignment {
         input,
@@ -465,19 +596,19 @@ pub fn prove_msms(
         });
         // The next partition's upload, on the side stream, through the staging buffers this
         // partition no longer needs; joined at the end of the scope.
-        let next = ahead.map(|ahead| {
+        let next = ahead.filter(|_| !streamed).map(|ahead| {
             // Allocated here, on this partition's stream and before its kernels are queued:
             // an allocation on the side stream could reuse memory freed on this stream and
             // then wait for this stream's kernels, which would serialise the copies behind them
             // (measured: the upload then ended with the kernels). Only copies go on the side.
-            let target = allocate_for(dev, ahead.assignment);
+            let target = allocate_for(dev, ahead.assignment, true);
             scope.spawn(move || {
                 let span = info_span!("upload_ahead", device = %ahead.dev.pci_id());
                 span.in_scope(|| {
                     let started = Instant::now();
                     target
                         .and_then(|mut up| {
-                            fill(ahead.dev, ahead.assignment, &mut up, staging)?;
+                            fill(ahead.dev, ahead.assignment, &mut up, staging_ahead)?;
                             ahead.dev.synchronize()?;
                             up.took = started.elapsed();
                             Ok(up)
@@ -494,7 +625,7 @@ pub fn prove_msms(
             a: mut d_a,
             b: d_b,
             c: d_c,
-            aux: d_aux,
+            aux: mut d_aux,
             ..
         } = on_device;
         let bytes = (a.len() + b.len() + c.len()) * 32;
@@ -509,13 +640,19 @@ pub fn prove_msms(
             }
         })?;
         let h = phase(dev, partition, "msm_h", &mut t.msm_h, || match &d_a {
-            Some(h) => dev.msm_at(&srs.h, 0..lens.h, h, 0),
+            Some(h) => srs.g1(dev, G1Query::H, lens.h, h, 0),
             None => Ok(Group::identity()),
         })? * kappa;
         drop(d_a); // m scalars: free before the other MSMs
+        if d_aux.is_none() && !aux.is_empty() {
+            // streamed bases: the aux values come now, in the room the domain buffers left
+            d_aux = phase(dev, partition, "upload", &mut t.upload, || {
+                upload_aux(dev, &aux, staging.as_deref_mut())
+            })?;
+        }
 
         let l = phase(dev, partition, "msm_l", &mut t.msm_l, || match &d_aux {
-            Some(aux) => dev.msm(&srs.l, 0..lens.l, aux),
+            Some(aux) => srs.g1(dev, G1Query::L, lens.l, aux, 0),
             None => Ok(Group::identity()),
         })?;
 
@@ -542,7 +679,7 @@ pub fn prove_msms(
             let scalars =
                 head_then_selected(dev, &mut steps, &input, d_aux.as_ref(), masks.a(), lens.a)?;
             let sum = match &scalars {
-                Some(s) => dev.msm(&srs.a, 0..lens.a, s),
+                Some(s) => srs.g1(dev, G1Query::A, lens.a, s, 0),
                 None => Ok(Group::identity()),
             };
             steps.mark(dev, "msm");
@@ -575,19 +712,24 @@ pub fn prove_msms(
             "msm_b_g1",
             &mut t.msm_b_g1,
             || match &b_scalars {
-                Some(s) if host.is_none() && lens.b_g1 <= MAX_CHUNK => {
+                Some(s) if host.is_none() && !streamed && lens.b_g1 <= MAX_CHUNK => {
                     dev.msm_sort(s, 0..lens.b_g1).map(Some)
                 }
                 _ => Ok(None),
             },
         )?;
+        let resident = match &srs {
+            Queries::Resident(r) => Some(*r),
+            Queries::Streamed { .. } => None,
+        };
         let b_g1 = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
             b_msm(
                 dev,
-                &srs.b_g1,
+                resident.map(|r| &r.b_g1),
                 lens.b_g1,
                 b_sorted.as_ref(),
                 b_scalars.as_ref(),
+                |s| srs.g1(dev, G1Query::BG1, lens.b_g1, s, 0),
             )
         })?;
         let b_g2 = match host {
@@ -616,10 +758,11 @@ pub fn prove_msms(
                 }
                 b_msm(
                     dev,
-                    &srs.b_g2,
+                    resident.map(|r| &r.b_g2),
                     lens.b_g2,
                     b_sorted.as_ref(),
                     b_scalars.as_ref(),
+                    |s| srs.g2(dev, lens.b_g2, s),
                 )
             })?,
         };

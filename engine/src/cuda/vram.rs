@@ -108,6 +108,116 @@ pub fn vram_needed(q: &QueryLens, num_constraints: usize) -> u64 {
     q.resident_bytes() + working_bytes(q, num_constraints)
 }
 
+/// How one device's MSMs reach a circuit's bases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Residency {
+    /// The bases stay on the device between partitions ([`vram_needed`] bytes a partition).
+    Resident,
+    /// The bases cross the link from page-locked host memory for every partition, a chunk of
+    /// `chunk` G1 points (half as many in G2) at a time through two rings of device buffers
+    /// ([`streamed_needed`] bytes a partition).
+    Streamed {
+        /// G1 points a ring buffer holds.
+        chunk: usize,
+    },
+}
+
+impl Residency {
+    /// "resident" or "streamed", for status reports, metrics and traces.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Residency::Resident => "resident",
+            Residency::Streamed { .. } => "streamed",
+        }
+    }
+}
+
+impl std::fmt::Display for Residency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Residency::Resident => f.write_str("resident"),
+            Residency::Streamed { chunk } => write!(f, "streamed in chunks of {chunk} points"),
+        }
+    }
+}
+
+/// Smallest ring chunk [`plan`] picks by itself: below it the per-chunk sort costs more
+/// than the copies it overlaps.
+pub const MIN_STREAM_CHUNK: usize = 1 << 16;
+
+/// Device bytes of one partition with streamed bases, G1 chunks of `chunk` points: the
+/// rings, the density masks (made for each partition, not kept) and the largest phase. The
+/// aux values reach the device after the H MSM (not with a, b and c), so the H phase holds
+/// only the three domain buffers and the transforms' tables.
+pub fn streamed_needed(q: &QueryLens, num_constraints: usize, chunk: usize) -> u64 {
+    let m = num_constraints.max(1).next_power_of_two() as u64;
+    let domain = m * SCALAR_BYTES;
+    let aux = q.l as u64 * SCALAR_BYTES;
+    let a_scalars = q.a as u64 * SCALAR_BYTES;
+    let b_scalars = q.b_g1 as u64 * SCALAR_BYTES;
+    let g1 = |n: usize| msm_scratch_bytes::<G1>(n.min(chunk));
+    let g2 = |n: usize| msm_scratch_bytes::<G2>(n.min(super::streamed::g2_chunk(chunk)));
+    let phases = [
+        3 * domain + H_TABLES_BYTES,
+        domain + g1(q.h),
+        aux + g1(q.l),
+        aux + a_scalars + g1(q.a),
+        aux + b_scalars,
+        b_scalars + g1(q.b_g1).max(g2(q.b_g2)),
+    ];
+    let top = if cuzk_kernels::ntt::uses_top_table(m.trailing_zeros()) {
+        NTT_TOP_TABLE_BYTES
+    } else {
+        0
+    };
+    NTT_TABLES_BYTES
+        + top
+        + super::streamed::Rings::bytes_for(chunk)
+        + q.mask_bytes()
+        + phases.into_iter().max().unwrap_or(0)
+}
+
+/// How a device with `limit` bytes for leases proves a circuit with these queries and
+/// `num_constraints` constraints: resident when the bases and a partition's working memory
+/// fit and the bases take at most `resident_cap` bytes, else streamed with the largest power-of-two chunk (from [`MIN_STREAM_CHUNK`] up to
+/// the largest query, at most [`cuzk_kernels::msm::MAX_CHUNK`]) that fits. `chunk` forces
+/// streaming with that chunk (tests and benchmarks). `Err` carries the fewest bytes a
+/// partition needs (streamed, smallest chunk) when nothing fits.
+pub fn plan(
+    q: &QueryLens,
+    num_constraints: usize,
+    limit: u64,
+    resident_cap: u64,
+    chunk: Option<usize>,
+) -> Result<Residency, u64> {
+    if let Some(chunk) = chunk {
+        let chunk = chunk.max(1);
+        let need = streamed_needed(q, num_constraints, chunk);
+        return if need <= limit {
+            Ok(Residency::Streamed { chunk })
+        } else {
+            Err(need)
+        };
+    }
+    if vram_needed(q, num_constraints) <= limit && q.resident_bytes() <= resident_cap {
+        return Ok(Residency::Resident);
+    }
+    let largest = [q.h, q.l, q.a, q.b_g1, 2 * q.b_g2]
+        .into_iter()
+        .max()
+        .unwrap_or(1)
+        .next_power_of_two()
+        .clamp(MIN_STREAM_CHUNK, cuzk_kernels::msm::MAX_CHUNK);
+    let mut c = largest;
+    while c >= MIN_STREAM_CHUNK {
+        if streamed_needed(q, num_constraints, c) <= limit {
+            return Ok(Residency::Streamed { chunk: c });
+        }
+        c /= 2;
+    }
+    Err(streamed_needed(q, num_constraints, MIN_STREAM_CHUNK))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +232,49 @@ mod tests {
             b_g1: aux / 4,
             b_g2: aux / 4,
         }
+    }
+
+    #[test]
+    fn streaming_fits_a_32gib_porep_partition_in_16_gib() {
+        let q = porep_32g();
+        let n = 130_278_541;
+        let gib = 1u64 << 30;
+        // resident: about 66 GiB, so an 80 GB card keeps the bases
+        assert_eq!(
+            plan(&q, n, 78 * gib, 78 * gib, None),
+            Ok(Residency::Resident)
+        );
+        // 24 and 16 GiB stream; the chunk shrinks with the budget
+        let Ok(Residency::Streamed { chunk: c24 }) = plan(&q, n, 23 * gib, 23 * gib, None) else {
+            panic!("24 GiB streams")
+        };
+        let Ok(Residency::Streamed { chunk: c16 }) = plan(&q, n, 15 * gib, 15 * gib, None) else {
+            panic!(
+                "16 GiB streams: {} GiB",
+                streamed_needed(&q, n, MIN_STREAM_CHUNK) >> 30
+            )
+        };
+        assert!(c24 >= c16 && c16 >= MIN_STREAM_CHUNK, "{c24} {c16}");
+        assert!(streamed_needed(&q, n, c16) <= 15 * gib);
+        assert!(streamed_needed(&q, n, 2 * c16) > 15 * gib || 2 * c16 > (1 << 26));
+        // below the three domain buffers nothing fits, and the error says how much is needed
+        let least = plan(&q, n, 10 * gib, 10 * gib, None).expect_err("10 GiB is too little");
+        assert_eq!(least, streamed_needed(&q, n, MIN_STREAM_CHUNK));
+        assert!(least > 12 * gib);
+        // a forced chunk streams even where resident would fit, or says what it needs
+        assert_eq!(
+            plan(&q, n, 78 * gib, 78 * gib, Some(1 << 12)),
+            Ok(Residency::Streamed { chunk: 1 << 12 })
+        );
+        assert!(plan(&q, n, gib, gib, Some(1 << 12)).is_err());
+        // bases over the resident share stream even where they would fit
+        assert!(matches!(
+            plan(&q, n, 78 * gib, 40 * gib, None),
+            Ok(Residency::Streamed { .. })
+        ));
+        // streaming needs less than resident, and more with a larger chunk
+        assert!(streamed_needed(&q, n, 1 << 20) < vram_needed(&q, n));
+        assert!(streamed_needed(&q, n, 1 << 22) > streamed_needed(&q, n, 1 << 20));
     }
 
     #[test]

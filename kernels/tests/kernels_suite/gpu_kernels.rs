@@ -916,6 +916,96 @@ fn msm_chunked_matches_blstrs() {
     println!("chunked MSMs ok");
 }
 
+/// MSMs with bases streamed from host memory through a ring of device buffers equal blstrs
+/// and the resident MSM: registered (page-locked) and pageable host memory, rings of two and
+/// three buffers, chunks that leave a short last chunk, a sub-range of the bases, a chunk of
+/// zero scalars, an offset into the scalars, G1 and G2. One ring serves several MSMs in a
+/// row, and counts the bytes it moved.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn msm_streamed_from_host_equals_resident_and_blstrs() {
+    use cuzk_kernels::{BaseRing, PinnedPoints};
+    use std::sync::Arc;
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let n = 200_003;
+    let mut pts = g1_points(seed, n);
+    let mut sc = msm_case(seed + 1, n, &mut pts, G1Affine::identity());
+    for s in &mut sc[1 << 16..2 << 16] {
+        *s = Scalar::ZERO;
+    }
+    let pts = Arc::new(pts);
+    // the driver's peak of allocated device memory sees a ring's buffers
+    dev.synchronize().unwrap();
+    dev.reset_peak_memory().unwrap();
+    let before = dev
+        .peak_memory()
+        .unwrap()
+        .expect("H100/H200 have memory pools");
+    let ring = BaseRing::<cuzk_kernels::G1>::new(&dev, 1 << 20, 2).unwrap();
+    let peak = dev.peak_memory().unwrap().unwrap();
+    assert!(
+        peak >= before + ring.num_bytes(),
+        "{before} + {} > {peak}",
+        ring.num_bytes()
+    );
+    drop(ring);
+    let pinned = PinnedPoints::register(&dev, pts.clone()).unwrap();
+    assert_eq!(pinned.num_bytes(), n * 96);
+    let resident = dev.upload_g1_bases(&pts).unwrap();
+    let padded = scalars_with_prefix(seed + 3, 5, &sc);
+    let d = dev.upload(&padded).unwrap();
+    let want = msm_g1_cpu(&pts, &sc);
+    assert_eq!(dev.msm_at(&resident, 0..n, &d, 5).unwrap(), want);
+    for (chunk, slots) in [(1usize << 15, 2usize), (77_777, 3), (n, 2)] {
+        let mut ring = BaseRing::<cuzk_kernels::G1>::new(&dev, chunk, slots).unwrap();
+        assert_eq!(ring.num_bytes(), (chunk * slots * 96) as u64);
+        for (what, host) in [("pinned", pinned.as_slice()), ("pageable", &pts[..])] {
+            let got = dev.msm_streamed(host, 0..n, &d, 5, &mut ring).unwrap();
+            assert_eq!(got, want, "G1 {what}, {slots} x {chunk} (seed {seed})");
+        }
+        // a sub-range: bases 1000..101000 with the scalars from offset 5 + 1000
+        let sub = msm_g1_cpu(&pts[1000..101_000], &sc[1000..101_000]);
+        let got = dev
+            .msm_streamed(pinned.as_slice(), 1000..101_000, &d, 1005, &mut ring)
+            .unwrap();
+        assert_eq!(got, sub, "G1 sub-range, {slots} x {chunk} (seed {seed})");
+        // every chunk but the all-zero one crossed the link, twice, then the sub-range
+        assert!(ring.bytes_moved() >= 2 * ((n - (1 << 16)) * 96) as u64);
+    }
+    // ranges and lengths are checked
+    let mut ring = BaseRing::<cuzk_kernels::G1>::new(&dev, 1 << 12, 2).unwrap();
+    assert!(dev
+        .msm_streamed(pinned.as_slice(), 0..n + 1, &d, 0, &mut ring)
+        .is_err());
+    assert!(dev
+        .msm_streamed(pinned.as_slice(), 0..n, &d, 6, &mut ring)
+        .is_err());
+    assert!(BaseRing::<cuzk_kernels::G1>::new(&dev, 0, 2).is_err());
+    assert!(BaseRing::<cuzk_kernels::G1>::new(&dev, 8, 1).is_err());
+    drop(pinned);
+
+    let m = 50_001;
+    let p2 = Arc::new(g2_points(seed + 4, m));
+    let s2 = scalars(seed + 5, m);
+    let want = msm_g2_cpu(&p2, &s2);
+    let pinned2 = PinnedPoints::register(&dev, p2.clone()).unwrap();
+    let d2 = dev.upload(&s2).unwrap();
+    for chunk in [1usize << 13, 20_000] {
+        let mut ring = BaseRing::<cuzk_kernels::G2>::new(&dev, chunk, 2).unwrap();
+        let got = dev
+            .msm_streamed(pinned2.as_slice(), 0..m, &d2, 0, &mut ring)
+            .unwrap();
+        assert_eq!(got, want, "G2 streamed, chunks of {chunk} (seed {seed})");
+        assert_eq!(ring.bytes_moved(), (m * 192) as u64);
+    }
+    // registering nothing is allowed
+    let empty = PinnedPoints::register(&dev, Arc::new(Vec::<G1Affine>::new())).unwrap();
+    assert_eq!(empty.num_bytes(), 0);
+    println!("streamed MSMs ok");
+}
+
 /// One chunk of 2^27 points (`msm_chunked` with a chunk above `MAX_CHUNK`: a 32 GiB
 /// partition's H and L MSMs in one chunk), gives the sum that chunks of 2^26 and of 3 * 2^24 give (the chunked path is tied to
 /// blstrs by `msm_chunked_matches_blstrs`; blstrs itself takes minutes at this size): random
