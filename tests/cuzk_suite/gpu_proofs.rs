@@ -457,3 +457,75 @@ fn two_circuits_stay_resident_and_lru_eviction_keeps_proofs() {
     assert!(err.to_string().contains("resident budget"), "{err}");
     assert_eq!(gpu.resident_bytes(), 0);
 }
+
+/// With the parameters streamed from page-locked host memory in chunks of a few points (as
+/// a card too small to keep them would prove), every kind's proof is the CPU's, byte for
+/// byte, and verifies; the bases crossed the link for every partition, and the driver's
+/// peak of device memory is measured.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn every_kind_with_streamed_parameters_is_the_cpus_proof() {
+    let (r, s) = (Scalar::from(0x5eed_u64), Scalar::from(0xc0ffee_u64));
+    let opts = fixed(r, s);
+    for kind in [
+        ProofKind::WinningPost,
+        ProofKind::WindowPost,
+        ProofKind::PorepC2,
+        ProofKind::SnapDeals,
+    ] {
+        let store = support::store_with(kind);
+        let request = support::inputs().get(kind);
+        let cpu = cuzk::prove(&store, &mut CpuBackend, request, &opts, &|_| {}).expect("CPU");
+        for chunk in [64usize, 1000] {
+            let mut gpu = gpu().with_stream_chunk(Some(chunk));
+            gpu.reset_peak_memory().expect("peak reset");
+            let out = cuzk::prove(&store, &mut gpu, request, &opts, &|_| {}).expect("GPU streams");
+            assert!(out.verified, "{kind}");
+            assert_eq!(
+                hex::encode(&out.bytes),
+                hex::encode(&cpu.bytes),
+                "{kind}: streamed in chunks of {chunk}, GPU and CPU proofs differ"
+            );
+            assert_eq!(
+                gpu.last_residency(),
+                Some(cuzk::cuda::Residency::Streamed { chunk }),
+                "{kind}"
+            );
+            assert!(gpu.bytes_streamed() > 0, "{kind}: nothing streamed");
+            assert_eq!(gpu.resident_bytes(), 0, "{kind}: nothing kept resident");
+            let peak = gpu.peak_memory().expect("peak").expect("memory pools");
+            assert!(peak > 0, "{kind}");
+            println!(
+                "{kind}: streamed in chunks of {chunk}: {} bytes moved, peak {} bytes",
+                gpu.bytes_streamed(),
+                peak
+            );
+        }
+    }
+}
+
+/// Streamed parameters on circuits of unusual shapes (no public input, no aux variable in
+/// B, sizes around powers of two, a chunk that divides nothing): the CPU's proofs.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn synthetic_circuits_with_streamed_parameters_match_the_cpu() {
+    let mut rng = ChaCha8Rng::seed_from_u64(4242);
+    let mut gpu = gpu().with_stream_chunk(Some(7));
+    for (squarings, inputs, linear) in [(1, 0, 0), (0, 1, 0), (62, 1, 0), (1000, 3, 20)] {
+        let c = case(&mut rng, squarings, inputs, linear);
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let opts = fixed(r, s);
+        let (cpu, _) =
+            prove_circuit(&c.srs, &mut CpuBackend, c.circuit.clone(), &opts).expect("CPU");
+        let (ours, _) = prove_circuit(&c.srs, &mut gpu, c.circuit.clone(), &opts).expect("GPU");
+        assert_eq!(bytes(&ours), bytes(&cpu), "{}: streamed vs CPU", c.name);
+    }
+    // a budget below what even streaming needs is a clear error, not a device fault
+    let c = case(&mut rng, 1000, 3, 20);
+    let mut tiny = self::gpu()
+        .with_memory_limit(Some(cuzk::cuda::CONTEXT_RESERVE + 1024))
+        .with_stream_chunk(None);
+    let err = prove_circuit(&c.srs, &mut tiny, c.circuit.clone(), &fixed(Scalar::ONE, Scalar::ONE))
+        .expect_err("nothing fits 1 KiB");
+    assert!(err.to_string().contains("bytes of device memory"), "{err}");
+}
