@@ -74,6 +74,12 @@ pub trait DeviceWorker {
         let _ = srs;
         Ok(false)
     }
+
+    /// How the last partition reached its parameters and what device memory it took
+    /// ([`cuzk_engine::MemoryReport`]); `None` by default (no device memory to speak of).
+    fn memory_report(&self) -> Option<cuzk_engine::MemoryReport> {
+        None
+    }
 }
 
 /// A kind of device: discovery at start-up, opening on the device's own thread, and what a
@@ -189,6 +195,10 @@ impl DeviceWorker for BackendWorker {
 
     fn preload(&mut self, srs: &Srs) -> std::result::Result<bool, String> {
         self.backend.preload(srs).map_err(|e| e.to_string())
+    }
+
+    fn memory_report(&self) -> Option<cuzk_engine::MemoryReport> {
+        self.backend.memory_report()
     }
 }
 

@@ -267,6 +267,9 @@ pub struct DeviceStatus {
     pub partitions_ok: u64,
     /// Attempts that failed.
     pub partitions_failed: u64,
+    /// How its last partition reached its parameters and the device memory measured (GPUs
+    /// after their first partition).
+    pub memory: Option<cuzk_engine::MemoryReport>,
 }
 
 /// Work of one kind in a status report.

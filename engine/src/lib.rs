@@ -44,6 +44,6 @@ pub use cuzk_pce as pce;
 pub use error::{Error, Result};
 pub use kind::{ProofKind, RegisteredProof, SectorSize};
 pub use pipeline::{prove, prove_circuit, verify, ProofOutput, ProveOptions, Randomness, Timings};
-pub use prover::{Backend, Upcoming};
+pub use prover::{Backend, MemoryReport, Upcoming};
 pub use request::{PostInputs, ProofInputs, ProofRequest, SectorRef, SnapInputs};
 pub use srs::{Srs, SrsStore};

@@ -58,6 +58,26 @@ pub trait Backend: Send {
         let _ = srs;
         Ok(false)
     }
+
+    /// How the last partition reached its parameters and what device memory it took, for
+    /// status reports; `None` where that does not apply (the CPU).
+    fn memory_report(&self) -> Option<MemoryReport> {
+        None
+    }
+}
+
+/// A device backend's account of its parameters and memory after a partition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryReport {
+    /// "resident" or "streamed": how the last partition reached its parameters.
+    pub residency: &'static str,
+    /// Bytes of parameters streamed from host memory to the device since it was opened.
+    pub bytes_streamed: u64,
+    /// The most device memory the backend's buffers held at once since it was opened, as
+    /// the driver measured it (`None` without memory pools).
+    pub peak_bytes: Option<u64>,
+    /// Device bytes the backend's leases may use.
+    pub usable_bytes: u64,
 }
 
 /// A partition that will be proved after the current one on the same backend (see

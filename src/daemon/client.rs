@@ -350,13 +350,21 @@ fn print_status(s: &pb::GetStatusResponse) {
             format!("running {} ({})", g.current_job_id, g.current_proof_kind)
         };
         println!(
-            "  [{}] {} ({id}): vram {}/{} free, {} leased | busy {:.1} s | {job}{}",
+            "  [{}] {} ({id}): vram {}/{} free, {} leased | busy {:.1} s | {job}{}{}",
             g.ordinal,
             g.name,
             g.vram_free_bytes,
             g.vram_total_bytes,
             g.vram_leased_bytes,
             g.busy_ms as f64 / 1000.0,
+            if g.parameters.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " | parameters {}, {} bytes streamed, peak {} of {} bytes",
+                    g.parameters, g.streamed_bytes, g.peak_memory_bytes, g.memory_budget_bytes
+                )
+            },
             if g.quarantined { " | QUARANTINED" } else { "" }
         );
     }

@@ -219,6 +219,9 @@ pub struct DeviceView {
     pub partitions_ok: u64,
     /// Partition attempts that failed on it since start (each retried elsewhere or again).
     pub partitions_failed: u64,
+    /// How its last partition reached its parameters, bytes streamed and the measured peak
+    /// of device memory (GPUs, after their first partition).
+    pub memory: Option<cuzk_engine::MemoryReport>,
 }
 
 /// Loaded parameters as status shows them.
@@ -609,6 +612,7 @@ impl DaemonEngine {
                     busy: d.busy,
                     partitions_ok: d.partitions_ok,
                     partitions_failed: d.partitions_failed,
+                    memory: d.memory,
                 }
             })
             .collect();

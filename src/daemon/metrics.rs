@@ -10,6 +10,7 @@
 //! `queue_in_progress{kind}`, `device_busy_seconds_total{device,name}`,
 //! `device_partitions_total{device,name,outcome}` (`ok` or `failed`),
 //! `device_vram_total_bytes`, `device_vram_leased_bytes`, `device_quarantined`,
+//! `device_parameters_streamed`, `device_streamed_bytes_total`, `device_peak_memory_bytes`,
 //! `srs_loaded_bytes{circuit}`, `srs_users{circuit}`, `host_memory_used_bytes`,
 //! `host_memory_budget_bytes`, `uptime_seconds`, `shutting_down`.
 
@@ -423,6 +424,49 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
             srs_name(r),
             r.users
         );
+    }
+    header(
+        out,
+        "device_parameters_streamed",
+        "gauge",
+        "1 when a device's last partition streamed its parameters from host memory, 0 when they were resident.",
+    );
+    for d in &s.devices {
+        if let Some(m) = d.memory {
+            let _ = writeln!(
+                out,
+                "cuzk_device_parameters_streamed{{{}}} {}",
+                dev(d),
+                u8::from(m.residency == "streamed")
+            );
+        }
+    }
+    header(
+        out,
+        "device_streamed_bytes_total",
+        "counter",
+        "Bytes of parameters streamed from host memory to each device.",
+    );
+    for d in &s.devices {
+        if let Some(m) = d.memory {
+            let _ = writeln!(
+                out,
+                "cuzk_device_streamed_bytes_total{{{}}} {}",
+                dev(d),
+                m.bytes_streamed
+            );
+        }
+    }
+    header(
+        out,
+        "device_peak_memory_bytes",
+        "gauge",
+        "The most device memory the prover's buffers held at once since start, as the driver measured it.",
+    );
+    for d in &s.devices {
+        if let Some(peak) = d.memory.and_then(|m| m.peak_bytes) {
+            let _ = writeln!(out, "cuzk_device_peak_memory_bytes{{{}}} {peak}", dev(d));
+        }
     }
     header(
         out,

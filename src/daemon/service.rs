@@ -192,6 +192,13 @@ pub fn status_to_wire(s: &Snapshot) -> pb::GetStatusResponse {
                 vram_leased_bytes: d.vram_leased,
                 quarantined: d.quarantined,
                 busy_ms: ms(d.busy),
+                parameters: d
+                    .memory
+                    .map(|m| m.residency.to_string())
+                    .unwrap_or_default(),
+                streamed_bytes: d.memory.map_or(0, |m| m.bytes_streamed),
+                peak_memory_bytes: d.memory.and_then(|m| m.peak_bytes).unwrap_or(0),
+                memory_budget_bytes: d.memory.map_or(0, |m| m.usable_bytes),
             })
             .collect(),
         loaded_srs: s

@@ -144,7 +144,14 @@ pub fn render(
         let vram = if d.vram_total == 0 {
             "host".to_string()
         } else {
-            format!("{} / {}", gib(d.vram_leased), gib(d.vram_total))
+            let params = d.memory.map_or(String::new(), |m| {
+                format!(
+                    " (parameters {}, peak {})",
+                    m.residency,
+                    m.peak_bytes.map_or("?".to_string(), gib)
+                )
+            });
+            format!("{} / {}{params}", gib(d.vram_leased), gib(d.vram_total))
         };
         let state = if d.quarantined {
             "<span class=\"bad\">quarantined</span>"

@@ -525,7 +525,12 @@ fn synthetic_circuits_with_streamed_parameters_match_the_cpu() {
     let mut tiny = self::gpu()
         .with_memory_limit(Some(cuzk::cuda::CONTEXT_RESERVE + 1024))
         .with_stream_chunk(None);
-    let err = prove_circuit(&c.srs, &mut tiny, c.circuit.clone(), &fixed(Scalar::ONE, Scalar::ONE))
-        .expect_err("nothing fits 1 KiB");
+    let err = prove_circuit(
+        &c.srs,
+        &mut tiny,
+        c.circuit.clone(),
+        &fixed(Scalar::ONE, Scalar::ONE),
+    )
+    .expect_err("nothing fits 1 KiB");
     assert!(err.to_string().contains("bytes of device memory"), "{err}");
 }

@@ -377,7 +377,9 @@ impl DeviceActor {
             job,
             partition,
             lease = lease.0,
-            vram_leased = run.work.reserved_vram
+            vram_leased = run.work.reserved_vram,
+            parameters = tracing::field::Empty,
+            streamed_bytes_total = tracing::field::Empty
         );
         let _g = span.enter();
         if let Some(mut live) = self.shared.devices.get_mut(&device) {
@@ -394,6 +396,15 @@ impl DeviceActor {
             a
         };
         let took = t0.elapsed();
+        // resident or streamed parameters, and the memory measured: on the span and in status
+        let memory = self.worker.as_ref().and_then(|w| w.memory_report());
+        if let Some(m) = memory {
+            span.record("parameters", m.residency);
+            span.record("streamed_bytes_total", m.bytes_streamed);
+            if let Some(mut live) = self.shared.devices.get_mut(&device) {
+                live.memory = Some(m);
+            }
+        }
         let report = Report {
             scheduler: self.scheduler.clone(),
             shared: self.shared.clone(),

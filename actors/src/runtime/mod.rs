@@ -41,6 +41,9 @@ pub struct DeviceLive {
     pub partitions_failed: u64,
     /// The partition running now: (job, partition).
     pub current: Option<(JobId, usize)>,
+    /// The device backend's account after its last partition: resident or streamed
+    /// parameters, bytes streamed, measured peak of device memory.
+    pub memory: Option<cuzk_engine::MemoryReport>,
 }
 
 /// Progress of one job, written by the scheduler, read by callers without a round trip.

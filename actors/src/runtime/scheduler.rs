@@ -943,6 +943,7 @@ impl SchedulerActor {
                     busy: live.busy,
                     partitions_ok: live.partitions_ok,
                     partitions_failed: live.partitions_failed,
+                    memory: live.memory,
                 }
             })
             .collect();

@@ -697,6 +697,15 @@ impl Backend for CudaBackend {
     fn preload(&mut self, srs: &Srs) -> Result<bool> {
         self.preload_bases(srs)
     }
+
+    fn memory_report(&self) -> Option<crate::prover::MemoryReport> {
+        Some(crate::prover::MemoryReport {
+            residency: self.last_residency?.as_str(),
+            bytes_streamed: self.bytes_streamed(),
+            peak_bytes: self.dev.peak_memory().ok().flatten(),
+            usable_bytes: self.usable,
+        })
+    }
 }
 
 #[cfg(test)]
