@@ -350,7 +350,7 @@ pub struct Engine {
 /// The CUDA driver of this build: the engine's CUDA backend, opened on each device actor's
 /// thread; a lease reserves the backend's own plan for the circuit on that device (resident
 /// bases + working memory, or streamed bases + their rings and working memory).
-fn cuda_driver(config: &EngineConfig) -> CudaDriver {
+pub fn cuda_driver(config: &EngineConfig) -> CudaDriver {
     use cuzk_engine::cuda::{lease_plan, CudaBackend};
     let (limit, chunk) = (config.gpu_memory_limit, config.gpu_stream_chunk);
     let opener: crate::driver::GpuOpener = Arc::new(move |ordinal| {

@@ -40,9 +40,9 @@ pub mod work;
 pub use device::{DeviceId, DeviceInfo, DeviceSelector, PciAddress};
 pub use driver::{DeviceDriver, DeviceFault, DeviceWorker};
 pub use engine::{
-    DeviceChoice, DeviceStatus, Engine, EngineConfig, EngineStatus, JobHook, JobReport, JobResult,
-    JobTimings, QueueStatus, ReportOutcome, SrsStatus, SubmitOptions, Submitted,
-    DEFAULT_SYNTHESIS_NICENESS, MAX_SYNTHESIS_NICENESS,
+    cuda_driver, DeviceChoice, DeviceStatus, Engine, EngineConfig, EngineStatus, JobHook,
+    JobReport, JobResult, JobTimings, QueueStatus, ReportOutcome, SrsStatus, SubmitOptions,
+    Submitted, DEFAULT_SYNTHESIS_NICENESS, MAX_SYNTHESIS_NICENESS,
 };
 pub use error::{Error, Result};
 pub use failure::{Failure, FailureCause};

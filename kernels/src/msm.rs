@@ -643,17 +643,29 @@ impl GpuDevice {
         // to their bucket sums (msm_accumulate's `into`), so that the windows are summed once
         // for all of them; another plan sums the buckets so far and starts its own.
         let mut carried: Option<Buckets> = None;
+        // Streamed bases: the first chunk's copy is queued now, and each next chunk's as soon
+        // as the current chunk's accumulation is queued, so that it crosses the link beside
+        // that accumulation and the next chunk's sort (whose plan waits for the host) rather
+        // than after them.
+        let mut next_slot = match &mut bases {
+            Source::Host(host, ring) => {
+                let first = range.start..range.start + chunk.min(range.len());
+                Some(ring.fill(&host[first])?)
+            }
+            _ => None,
+        };
         let mut start = 0;
         while start < range.len() {
             let end = (start + chunk).min(range.len());
+            let slot = next_slot.take();
             let s = scalars.view(from + start..from + end);
             let mut marks = marks(self, C::NAME, s.len());
             if let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? {
                 let points = range.start + start..range.start + end;
-                let b = match &mut bases {
-                    Source::Device(buf) => buf.view(points),
-                    Source::Host(host, ring) => ring.fill(&host[points])?,
-                    Source::None => break,
+                let b = match (&bases, slot) {
+                    (Source::Device(buf), _) => buf.view(points),
+                    (Source::Host(_, ring), Some(slot)) => ring.view(slot, points.len()),
+                    (Source::Host(..), None) | (Source::None, _) => break,
                 };
                 let into = match carried.take() {
                     Some(held) if held.takes(&lists) => Some(held),
@@ -664,6 +676,10 @@ impl GpuDevice {
                     None => None,
                 };
                 carried = Some(self.accumulate_lists::<C>(b, &lists, into, &mut marks)?);
+            }
+            if let (Source::Host(host, ring), true) = (&mut bases, end < range.len()) {
+                let next = range.start + end..range.start + (end + chunk).min(range.len());
+                next_slot = Some(ring.fill(&host[next])?);
             }
             start = end;
         }

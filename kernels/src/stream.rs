@@ -167,16 +167,14 @@ impl<C: MsmCurve> BaseRing<C> {
     }
 
     /// Queues the copy of `host` (at most one chunk) into the next buffer on the copy
-    /// stream and returns a view of it for kernels on the device's stream.
+    /// stream and returns that buffer's index, for [`BaseRing::view`] once kernels on the
+    /// device's stream are to read it.
     ///
     /// `host` must stay alive and unchanged until the device's stream has passed the
     /// kernels that read the view: when it is registered memory ([`PinnedPoints`]) the copy
     /// runs after this returns. Callers pass slices of a [`PinnedPoints`] they hold for the
     /// whole MSM, which reads its result back (synchronising) before returning.
-    pub(crate) fn fill(
-        &mut self,
-        host: &[C::Affine],
-    ) -> Result<CudaView<'_, <C::Affine as DeviceElem>::Raw>> {
+    pub(crate) fn fill(&mut self, host: &[C::Affine]) -> Result<usize> {
         if host.len() > self.chunk {
             return Err(Error::Length {
                 op: "BaseRing::fill",
@@ -195,6 +193,12 @@ impl<C: MsmCurve> BaseRing<C> {
             )
             .map_err(copy.drv("copying bases to the device"))?;
         self.moved += std::mem::size_of_val(host) as u64;
-        Ok(self.slots[i].view(0..host.len()))
+        Ok(i)
+    }
+
+    /// The first `len` points of buffer `slot` (as [`BaseRing::fill`] returned it): kernels
+    /// queued on any stream of the device that read it wait for its copy.
+    pub(crate) fn view(&self, slot: usize, len: usize) -> CudaView<'_, <C::Affine as DeviceElem>::Raw> {
+        self.slots[slot].view(0..len)
     }
 }

@@ -328,3 +328,121 @@ fn a_non_interactive_porep_is_one_aggregate_filecoin_proofs_accepts() {
     let _cores = support::cores_shared();
     support::non_interactive_porep_round_trip(DeviceChoice::Cpu);
 }
+
+/// Mock devices of `vram` bytes (proving on the CPU) whose leases reserve what the CUDA
+/// backend plans for a GPU of that size under `config`'s memory budget: admission as it is on
+/// real cards, without one.
+struct BudgetedMock {
+    mock: MockDriver,
+    cuda: cuzk::actors::driver::CudaDriver,
+}
+
+impl cuzk::actors::DeviceDriver for BudgetedMock {
+    fn name(&self) -> &'static str {
+        "budgeted-mock"
+    }
+    fn discover(&self) -> cuzk::actors::Result<Vec<cuzk::actors::DeviceInfo>> {
+        self.mock.discover()
+    }
+    fn open(
+        &self,
+        device: &cuzk::actors::DeviceInfo,
+    ) -> cuzk::actors::Result<Box<dyn cuzk::actors::DeviceWorker>> {
+        self.mock.open(device)
+    }
+    fn vram_for(&self, device: &cuzk::actors::DeviceInfo, srs: &cuzk::Srs) -> u64 {
+        self.cuda.vram_for(device, srs)
+    }
+    fn vram_shared_for(&self, device: &cuzk::actors::DeviceInfo, srs: &cuzk::Srs) -> u64 {
+        self.cuda.vram_shared_for(device, srs)
+    }
+    fn usable_vram(&self, device: &cuzk::actors::DeviceInfo) -> u64 {
+        self.cuda.usable_vram(device)
+    }
+}
+
+/// Device memory budgets as a GPU's leases see them: a budget that holds a partition only
+/// with its parameters streamed admits it and reserves the streamed plan (no shared
+/// parameters); a budget below what even streaming needs fails the job at preparation with
+/// the bytes it needs, before any device work, and the engine goes on serving.
+#[test]
+fn device_memory_budgets_admit_streamed_partitions_and_refuse_what_cannot_fit() {
+    let _cores = support::cores_shared();
+    let kind = ProofKind::WinningPost;
+    let store = support::store_with(kind);
+    let req = support::inputs().get(kind).clone();
+    let srs = store
+        .get(RegisteredProof::latest(kind, SectorSize::S2KiB))
+        .expect("parameters");
+    let chunk = 64;
+    let streamed = cuzk::cuda::lease_plan(&srs, u64::MAX, Some(chunk)).expect("plan");
+    assert_eq!(
+        streamed.residency,
+        cuzk::cuda::Residency::Streamed { chunk }
+    );
+    assert_eq!(
+        streamed.shared, 0,
+        "streamed parameters are not held on the device"
+    );
+    let resident = cuzk::cuda::lease_plan(&srs, u64::MAX, None).expect("plan");
+    assert_eq!(resident.residency, cuzk::cuda::Residency::Resident);
+    assert!(resident.shared > 0 && resident.shared < resident.bytes);
+
+    let run = |limit: u64| {
+        let devs = vec![MockDevice::new(6)];
+        let mut devs = devs;
+        devs[0].vram = 80 << 30;
+        let mock = MockDriver::new(devs);
+        let rec = mock.recorder();
+        let mut cfg = EngineConfig::new(support::params_dir());
+        cfg.gpu_memory_limit = Some(limit);
+        cfg.gpu_stream_chunk = Some(chunk);
+        cfg.prove = ProveOptions::default();
+        let cuda = cuzk::actors::cuda_driver(&cfg);
+        cfg.devices =
+            DeviceChoice::Driver(std::sync::Arc::new(BudgetedMock { mock, cuda }), vec![]);
+        let engine = Engine::start(cfg).expect("engine starts");
+        let job = engine
+            .submit(&req, SubmitOptions::default())
+            .expect("submit")
+            .job;
+        let res = engine.wait(job, Some(Duration::from_secs(300)));
+        let st = engine.status().expect("status");
+        engine.shutdown(Duration::from_secs(5)).expect("shutdown");
+        (res, rec.take(), st)
+    };
+
+    // room for one streamed partition: proved, each lease reserving the streamed plan
+    let (res, intervals, st) = run(cuzk::cuda::CONTEXT_RESERVE + streamed.bytes);
+    let res = res.expect("a streamed partition fits");
+    assert!(res.verified);
+    assert!(!intervals.is_empty());
+    assert!(
+        intervals.iter().all(|i| i.vram == streamed.bytes),
+        "{intervals:?}"
+    );
+    assert_eq!(st.devices[0].usable_vram, streamed.bytes);
+
+    // a byte less: refused before any device work, naming the bytes
+    let (res, intervals, _) = run(cuzk::cuda::CONTEXT_RESERVE + streamed.bytes - 1);
+    let err = res.expect_err("nothing fits");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("bytes of device memory") && msg.contains(&streamed.bytes.to_string()),
+        "{msg}"
+    );
+    assert!(
+        matches!(
+            &err,
+            EngineError::JobFailed {
+                cause: FailureCause::Device,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        intervals.is_empty(),
+        "no partition reached a device: {intervals:?}"
+    );
+}

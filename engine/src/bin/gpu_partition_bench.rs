@@ -22,7 +22,7 @@
 //!
 //! Usage on a GPU machine:
 //! `gpu_partition_bench [--shape porep|porep-measured|window-post] [--log-m 27] [--check-log-m 16] [--runs 3] [--b-g2 device|host|both]
-//! [--upload staged|pageable|ahead|all] [--masks resident|fresh|both] [--profile msm|ntt|all]`
+//! [--upload staged|pageable|ahead|all] [--masks resident|fresh|both] [--profile msm|ntt|all] [--budgets 0,24,20,16]`
 //! (`--log-m 0` skips the large run; `--masks fresh` makes the density masks for each partition instead of keeping
 //! them on the device between partitions, as the backend does; `--b-g2 host` computes
 //! B in G2 on the host's cores while the device works; `--upload pageable` copies the assignment
@@ -31,7 +31,11 @@
 //! during the current kernels; every mode by default; `--profile` prints the time of each step
 //! of the MSMs and the query scalars, of the transforms' passes, or both, which slows them,
 //! `cuzk_kernels::profile`). Times are wall clock with the device synchronised after each
-//! phase; the first large run is a warm-up and is printed but not counted.
+//! phase; the first large run is a warm-up and is printed but not counted. `--budgets` then
+//! proves the partition under each device memory budget (GiB; 0: this card as the engine
+//! plans it) with the bases streamed from page-locked host memory where they do not fit,
+//! printing the chunk, the bytes moved, the link's bandwidth and the driver's peak of device
+//! memory.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -370,7 +374,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(what) => cuzk_engine::kernels::StepTiming::parse(what)
             .ok_or("--profile takes msm, ntt or all")?,
     };
-    // --budgets 16,20,24,0: device memory budgets in GiB for streamed runs (0: resident)
+    // --budgets 16,20,24,0: device memory budgets in GiB for streamed runs (0: the whole card)
     let budgets: Vec<u64> = match flag("--budgets") {
         None => Vec::new(),
         Some(list) => list
@@ -505,7 +509,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             a: Arc::new(tile(&uniq_g1, q.a)),
             b_g1: Arc::new(tile(&uniq_g1, q.b_g1)),
             b_g2: Arc::new(tile(&uniq_g2, q.b_g2)),
-            vk: host_params(&assignment(Shape::new(kind, 4), 1), 1).vk,
+            vk: host_params(&assignment(Shape::new(kind, 10), 1), 1).vk,
         };
         streamed_runs(&gpu, &host, &asg, &budgets, runs, &mut staging)?;
         return Ok(());
@@ -525,7 +529,8 @@ fn tile<T: Copy + Send + Sync>(uniq: &[T], n: usize) -> Vec<T> {
 }
 
 /// The partition with its bases streamed from page-locked host memory under each device
-/// memory budget (GiB; 0: the bases resident, uploaded once), B in G2 on the device, staged
+/// memory budget (GiB; 0: this card as the engine plans it, resident where the bases fit),
+/// B in G2 on the device, staged
 /// uploads: time per phase, the chunk the budget allows, bytes moved host to device, the
 /// link's bandwidth measured in the same run, and the driver's peak of device memory.
 fn streamed_runs(
@@ -568,7 +573,9 @@ fn streamed_runs(
     for &budget in budgets {
         let limit = (budget > 0).then_some(budget << 30);
         let usable = cuzk_engine::cuda::usable_memory(dev.total_memory() as u64, limit);
-        let cap = if budget == 0 { u64::MAX } else { 0 };
+        // 0: the engine's own choice on this card (bases resident up to 5/8 of it); a
+        // budget: streamed, as on a card of that size
+        let cap = if budget == 0 { usable / 8 * 5 } else { 0 };
         let plan = cuzk_engine::cuda::vram::plan(&q, n, usable, cap, None);
         let residency = match plan {
             Ok(r) => r,
@@ -611,8 +618,9 @@ fn streamed_runs(
                 staging: Some(&mut *staging),
                 ..Transfers::default()
             };
+            let input = asg.clone();
             let t = Instant::now();
-            let p = prove_msms(dev, queries, asg.clone(), 0, None, io)?.times;
+            let p = prove_msms(dev, queries, input, 0, None, io)?.times;
             let wall = t.elapsed();
             let moved = rings.as_ref().map_or(0, |r| r.bytes_moved()) - moved_before;
             let peak = dev.peak_memory()?.unwrap_or(0);
@@ -631,7 +639,7 @@ fn streamed_runs(
             println!(
                 "| {} | {} | {chunk} | {label} | {:.1} | {} | {:.1} | {:.2} | {:.2} |",
                 if budget == 0 {
-                    "unlimited".to_string()
+                    "whole card".to_string()
                 } else {
                     format!("{budget} GiB")
                 },
@@ -647,7 +655,7 @@ fn streamed_runs(
         println!(
             "budget {}: median of {runs} {:.1} ms per partition ({})",
             if budget == 0 {
-                "unlimited".to_string()
+                "whole card".to_string()
             } else {
                 format!("{budget} GiB")
             },
