@@ -9,8 +9,8 @@ use blstrs::{Bls12, Scalar};
 
 use crate::error::{Error, Result};
 use crate::options::ProveOptions;
+use crate::param_file::Srs;
 use crate::prover::Backend;
-use crate::srs::Srs;
 
 /// Proves `circuit` with `srs`'s parameters on `backend`: synthesis in full, then one
 /// [`Backend::prove`] with r and s from `opts.randomness`. Returns the proof and the

@@ -16,7 +16,7 @@
 //! | [`c1`] | PoRep C1 outputs in every form node software writes (Curio's envelope, the api form) |
 //! | [`circuits`] | vanilla proofs -> per-partition circuits and public inputs |
 //! | [`srs`] | parameter files: load once, share, generate test sizes atomically |
-//! | [`param_file`] | the parameter file format, read with the points decoded on every core |
+//! | [`param_file`] | parameter files: version in names, atomic writes, read with the points decoded on every core |
 //! | [`recordings`] | the PCE store: recorded constraint systems, cached on disk |
 //! | [`prover`] | the backend trait, shape checks, final proof assembly |
 //! | [`cpu`] | the CPU backend: NTT for H, multi-threaded MSMs |
