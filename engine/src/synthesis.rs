@@ -91,3 +91,109 @@ fn in_partition<T>(r: Result<T>, partition: usize) -> Result<T> {
         other => other,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+
+    use super::*;
+    use crate::circuits::synthetic::Shape;
+    use crate::circuits::CircuitBox;
+
+    fn shape(x: Option<Scalar>) -> Box<dyn PartitionCircuit> {
+        Box::new(CircuitBox(Shape {
+            x,
+            squarings: 9,
+            inputs: 3,
+            linear: 4,
+        }))
+    }
+
+    /// x * x = y with y public, and a witness whose y is not x squared.
+    #[derive(Clone)]
+    struct Broken;
+    impl Circuit<Scalar> for Broken {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> std::result::Result<(), SynthesisError> {
+            let x = cs.alloc(|| "x", || Ok(Scalar::from(3u64)))?;
+            let y = cs.alloc_input(|| "y", || Ok(Scalar::from(10u64)))?;
+            cs.enforce(|| "square", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_pce_and_full_synthesis_give_one_assignment_on_a_thread_or_a_pool() {
+        let want = shape(Some(Scalar::from(3u64)))
+            .synthesize()
+            .expect("synthesis");
+        let inputs = want.public_inputs().to_vec();
+        let r1cs = shape(None).record().expect("recording");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("pool");
+        for (r1cs, pool) in [
+            (None, None),
+            (None, Some(&pool)),
+            (Some(&r1cs), None),
+            (Some(&r1cs), Some(&pool)),
+        ] {
+            let got = synthesize_partition(shape(Some(Scalar::from(3u64))), r1cs, &inputs, 2, pool)
+                .expect("a satisfied circuit");
+            assert!(
+                got == want,
+                "pce {} pool {}",
+                r1cs.is_some(),
+                pool.is_some()
+            );
+        }
+    }
+
+    #[test]
+    fn public_inputs_other_than_the_verifiers_are_the_requests_fault() {
+        let mut inputs = shape(Some(Scalar::from(3u64)))
+            .synthesize()
+            .expect("synthesis")
+            .public_inputs()
+            .to_vec();
+        inputs[1] += Scalar::from(1u64);
+        let err = synthesize_partition(shape(Some(Scalar::from(3u64))), None, &inputs, 4, None)
+            .expect_err("mismatched public inputs");
+        assert!(matches!(err, Error::InvalidRequest(_)), "{err}");
+        assert!(err.to_string().contains("partition 4"), "{err}");
+    }
+
+    #[test]
+    fn a_broken_constraint_is_the_requests_fault_and_names_its_row() {
+        let r1cs = Box::new(CircuitBox(Broken)).record().expect("recording");
+        for r1cs in [None, Some(&r1cs)] {
+            let err = synthesize_partition(
+                Box::new(CircuitBox(Broken)),
+                r1cs,
+                &[Scalar::from(10u64)],
+                1,
+                None,
+            )
+            .expect_err("an unsatisfied constraint");
+            assert!(matches!(err, Error::InvalidRequest(_)), "{err}");
+            let e = err.to_string();
+            assert!(e.contains("partition 1") && e.contains("square"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_witness_that_cannot_be_computed_names_its_partition() {
+        let r1cs = shape(None).record().expect("recording");
+        for r1cs in [None, Some(&r1cs)] {
+            let err =
+                synthesize_partition(shape(None), r1cs, &[], 6, None).expect_err("no value for x");
+            assert!(
+                matches!(err, Error::Synthesis { partition: 6, .. }),
+                "{err}"
+            );
+        }
+    }
+}
