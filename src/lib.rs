@@ -28,7 +28,25 @@
 //!
 //! Below the Engine, [`prove_circuit`] proves one circuit of any kind (not only Filecoin's)
 //! on one [`Backend`], in the caller's thread: a lower-level step, for circuits the Engine
-//! does not plan and for tests that compare a backend with bellperson byte for byte.
+//! does not plan and for tests that compare a backend with bellperson byte for byte:
+//!
+//! ```
+//! use cuzk::circuits::synthetic::Shape;
+//! use cuzk::{prove_circuit, CpuBackend, ProveOptions, Srs};
+//! use rand_core::SeedableRng;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let shape = |x| Shape { x, squarings: 8, inputs: 1, linear: 2 };
+//! // insecure parameters (their randomness is known): for a demonstration only
+//! let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+//! let params = cuzk::paramgen::generate_random_parameters(shape(None), &mut rng)?;
+//! let srs = Srs::from_parameters(params);
+//! let circuit = shape(Some(blstrs::Scalar::from(3u64)));
+//! let opts = ProveOptions::default(); // fresh r and s, verified before it is returned
+//! let (proof, inputs) = prove_circuit(&srs, &mut CpuBackend, circuit, &opts)?;
+//! assert_eq!(inputs.len(), 1);
+//! # let _ = proof;
+//! # Ok(()) }
+//! ```
 #![warn(missing_docs)]
 
 pub mod batch;
