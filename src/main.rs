@@ -12,13 +12,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
-use cuzk::actors::DeviceSelector;
+use cuzk::actors::{DeviceSelector, Error as EngineError};
 use cuzk::bench::{bench_against_bellperson, BellpersonLogProbe, BenchSummary};
 use cuzk::paramgen::products::ProductsOn;
-use cuzk::pipeline::Progress;
 use cuzk::{
-    CpuBackend, DeviceChoice, Engine, EngineConfig, Error, ProofKind, ProofOutput, ProofRequest,
-    ProveOptions, Randomness, RegisteredProof, Result, SectorSize, SrsStore, SubmitOptions,
+    CpuBackend, DeviceChoice, Engine, EngineConfig, Error, JobResult, ProofKind, ProofRequest,
+    Randomness, RegisteredProof, Result, SectorSize, SrsStore, SubmitOptions,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -341,11 +340,11 @@ type CliResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
 fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
     match cmd {
-        Cmd::Demo { kinds, seed } => Ok(demo(
+        Cmd::Demo { kinds, seed } => demo(
             store,
             &kinds_or(&kinds, &[ProofKind::WinningPost, ProofKind::WindowPost])?,
             seed,
-        )?),
+        ),
         Cmd::Prove {
             input,
             c1,
@@ -682,34 +681,6 @@ fn gen_sparse_files(
     Ok(files)
 }
 
-fn prove_with_progress(
-    store: &SrsStore,
-    request: &ProofRequest,
-    opts: &ProveOptions,
-    rep: &Reporter,
-) -> Result<ProofOutput> {
-    rep.step(format!("{}: building circuits", request.proof));
-    let on_progress = |p: Progress| match p {
-        Progress::Planned { partitions } => rep.step(format!(
-            "{}: {partitions} partition(s); loading parameters",
-            request.proof
-        )),
-        Progress::SrsReady { load } => {
-            if !load.is_zero() {
-                rep.done(format!("parameters loaded in {:.2}s", load.as_secs_f64()))
-            }
-        }
-        Progress::Phase { partition, phase } => {
-            rep.step(format!("{}: partition {partition}: {phase}", request.proof))
-        }
-        Progress::PartitionDone { partition } => rep.done(format!(
-            "{}: partition {partition} proved and verified",
-            request.proof
-        )),
-    };
-    cuzk::prove(store, &mut CpuBackend, request, opts, &on_progress)
-}
-
 /// The devices asked for on the command line.
 fn device_choice(
     cpu: bool,
@@ -729,11 +700,10 @@ fn device_choice(
     })
 }
 
-/// Proves one request through the Engine (the same runtime the daemon uses), with progress
-/// on stderr, and writes the proof.
-fn prove_through_engine(config: EngineConfig, request: &ProofRequest, out: &Path) -> CliResult {
-    let rep = Reporter::new();
-    rep.step(format!("{}: starting the engine", request.proof));
+/// Starts the Engine a command proves through (the runtime the daemon uses), naming its
+/// devices on `rep`.
+fn start_engine(config: EngineConfig, rep: &Reporter) -> std::result::Result<Engine, EngineError> {
+    rep.step("starting the engine");
     let engine = Engine::start(config)?;
     for d in engine.devices() {
         rep.done(format!(
@@ -741,20 +711,35 @@ fn prove_through_engine(config: EngineConfig, request: &ProofRequest, out: &Path
             d.id, d.name, d.ordinal
         ));
     }
+    Ok(engine)
+}
+
+/// Proves one request through `engine`, with its progress on `rep` as the engine reports it:
+/// partitions synthesised, and each one proved (and verified) as it is accepted.
+fn prove_with_progress(
+    engine: &Engine,
+    request: &ProofRequest,
+    rep: &Reporter,
+) -> std::result::Result<JobResult, EngineError> {
     rep.step(format!(
         "{}: checking inputs and building circuits",
         request.proof
     ));
-    let submitted = engine.submit(request, SubmitOptions::default())?;
-    let job = submitted.job;
-    let mut last = None;
+    let job = engine.submit(request, SubmitOptions::default())?.job;
+    let mut last: Option<(usize, usize, usize)> = None;
     let result = loop {
         match engine.wait(job, Some(Duration::from_millis(200))) {
-            Err(cuzk::actors::Error::Timeout { .. }) => {
+            Err(EngineError::Timeout { .. }) => {
                 let now = engine
                     .progress(job)
                     .map(|p| (p.synthesized, p.partitions, p.proved));
                 if let (Some((syn, n, proved)), true) = (now, now != last) {
+                    if proved > last.map_or(0, |(_, _, p)| p) && proved < n {
+                        rep.done(format!(
+                            "{}: {proved} of {n} partition(s) proved and verified",
+                            request.proof
+                        ));
+                    }
                     rep.step(format!(
                         "{}: {syn} of {n} partition(s) synthesised, {proved} proved",
                         request.proof
@@ -764,12 +749,43 @@ fn prove_through_engine(config: EngineConfig, request: &ProofRequest, out: &Path
             }
             other => break other,
         }
-    };
+    }?;
+    let load = result.timings.srs_load;
+    rep.done(format!(
+        "{}: {} partition(s) proved{}{}",
+        request.proof,
+        result.partitions,
+        if result.verified { " and verified" } else { "" },
+        if load.is_zero() {
+            String::new()
+        } else {
+            format!(" (parameters loaded in {:.2}s)", load.as_secs_f64())
+        }
+    ));
+    Ok(result)
+}
+
+/// Proves one request through the Engine, with progress on stderr, and writes the proof.
+fn prove_through_engine(config: EngineConfig, request: &ProofRequest, out: &Path) -> CliResult {
+    let rep = Reporter::new();
+    let engine = start_engine(config, &rep)?;
+    let result = prove_with_progress(&engine, request, &rep);
     let shutdown = engine.shutdown(Duration::from_secs(5));
     rep.finish();
     let result = result?;
     shutdown?;
     write(out, &result.proof)?;
+    print_summary(request, &result);
+    println!(
+        "proof written to {} ({} bytes)",
+        out.display(),
+        result.proof.len()
+    );
+    Ok(())
+}
+
+/// What a proof through the Engine gave: its size, verification, devices and timings.
+fn print_summary(request: &ProofRequest, result: &JobResult) {
     let t = &result.timings;
     println!(
         "{}: {} partition(s), {} bytes, verified: {}, on {}",
@@ -792,35 +808,11 @@ fn prove_through_engine(config: EngineConfig, request: &ProofRequest, out: &Path
         t.gpu_compute.as_secs_f64(),
         t.total.as_secs_f64()
     );
-    println!(
-        "proof written to {} ({} bytes)",
-        out.display(),
-        result.proof.len()
-    );
-    Ok(())
 }
 
-fn print_summary(request: &ProofRequest, out: &ProofOutput) {
-    let t = &out.timings;
-    println!(
-        "{}: {} partition(s), {} bytes, verified: {}",
-        request.proof,
-        out.partitions.len(),
-        out.bytes.len(),
-        if out.verified { "yes" } else { "skipped" }
-    );
-    println!(
-        "  timings: plan {:.3}s | params {:.3}s | synthesis {:.3}s | prove {:.3}s | verify {:.3}s | total {:.3}s",
-        t.plan.as_secs_f64(),
-        t.srs_load.as_secs_f64(),
-        t.synthesis.as_secs_f64(),
-        t.prove.as_secs_f64(),
-        t.verify.as_secs_f64(),
-        t.total.as_secs_f64()
-    );
-}
-
-fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> Result<()> {
+/// Generates test parameters and real 2 KiB inputs, and proves `kinds` through the Engine
+/// on this machine (its GPUs when present, else the CPU).
+fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> CliResult {
     let t0 = Instant::now();
     let size = SectorSize::S2KiB;
     let rep = Reporter::new();
@@ -841,16 +833,28 @@ fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> Result<()> {
         "inputs generated in {:.2}s",
         t.elapsed().as_secs_f64()
     ));
+    let engine = start_engine(EngineConfig::new(store.dir()), &rep)?;
     let mut results = Vec::new();
+    let mut failed = None;
     for kind in kinds {
         let request = inputs.get(*kind);
-        let out = prove_with_progress(store, request, &ProveOptions::default(), &rep)?;
-        results.push((request.clone(), out));
+        match prove_with_progress(&engine, request, &rep) {
+            Ok(result) => results.push((request, result)),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
     }
+    let shutdown = engine.shutdown(Duration::from_secs(5));
     rep.finish();
-    for (request, out) in &results {
-        print_summary(request, out);
-        println!("  proof: {}…", &hex::encode(&out.bytes)[..32]);
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    shutdown?;
+    for (request, result) in &results {
+        print_summary(request, result);
+        println!("  proof: {}…", &hex::encode(&result.proof)[..32]);
     }
     println!(
         "demo finished in {:.1}s: every proof verified with bellperson's verifier",

@@ -99,7 +99,7 @@ pub fn load_srs(path: &Path) -> Result<GenericSRS<Bls12>> {
 pub fn write_test_srs(path: &Path, max_proofs: usize, seed: u64) -> Result<()> {
     let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(seed);
     let srs = setup_fake_srs::<Bls12, _>(&mut rng, max_proofs);
-    crate::srs::write_atomic(path, |w| srs.write(w))
+    crate::param_file::write_atomic(path, |w| srs.write(w))
 }
 
 /// Pads `proofs` and their `inputs` to [`target_len`] by repeating the last of each.

@@ -10,7 +10,7 @@ use cuzk_pce::Assignment;
 use group::{prime::PrimeCurveAffine, Curve};
 
 use crate::error::{Error, Result};
-use crate::srs::Srs;
+use crate::param_file::Srs;
 
 /// A device that proves synthesised partitions. The CPU backend is the reference; GPU
 /// backends implement the same contract.

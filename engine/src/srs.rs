@@ -8,111 +8,28 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use bellperson::groth16::aggregate::GenericSRS;
-use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey};
 use blstrs::Bls12;
 
 use crate::circuits;
 use crate::error::{Error, Result};
 use crate::kind::RegisteredProof;
+use crate::param_file::write_atomic;
 use crate::paramgen::products::ProductsOn;
 use crate::paramgen::streaming::{write_random_parameters, Phase};
 use crate::recordings::PceStore;
 
-/// filecoin-proofs' parameter file version prefix (`v28-...`).
-pub const PARAMS_VERSION: usize = storage_proofs_core::parameter_cache::VERSION;
+pub use crate::param_file::{load, Srs, PARAMS_VERSION};
 
 /// The default parameter directory, as filecoin-proofs resolves it.
 pub fn default_dir() -> PathBuf {
     std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters"))
-}
-
-/// One loaded parameter set.
-pub struct Srs {
-    /// The proving parameters.
-    pub params: Parameters<Bls12>,
-    /// The verifying key, prepared for pairing checks.
-    pub pvk: PreparedVerifyingKey<Bls12>,
-    /// Where it was loaded from.
-    pub path: PathBuf,
-    /// File size in bytes.
-    pub file_bytes: u64,
-    /// Time spent loading it.
-    pub load_time: Duration,
-    /// Process-unique identity (see [`Srs::id`]).
-    id: u64,
-    /// The query bases registered as page-locked host memory, for devices that stream them
-    /// (made by the first such device, shared by all; `None` inside when that failed).
-    pub(crate) host_pinned: OnceLock<Option<Arc<crate::cuda::streamed::HostSrs>>>,
-}
-
-/// Hands out [`Srs::id`]s: never reused within a process.
-static NEXT_SRS_ID: AtomicU64 = AtomicU64::new(1);
-
-fn next_srs_id() -> u64 {
-    NEXT_SRS_ID.fetch_add(1, Ordering::Relaxed)
-}
-
-impl std::fmt::Debug for Srs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Srs")
-            .field("path", &self.path)
-            .field("file_bytes", &self.file_bytes)
-            .finish()
-    }
-}
-
-impl Srs {
-    /// Bytes the parameters occupy in host memory (affine points as blst lays them out:
-    /// 96 bytes in G1, 192 in G2), for status reports and budgets.
-    pub fn memory_bytes(&self) -> u64 {
-        let p = &self.params;
-        let g1 = p.h.len() + p.l.len() + p.a.len() + p.b_g1.len() + p.vk.ic.len();
-        (g1 as u64) * 96 + (p.b_g2.len() as u64) * 192
-    }
-
-    /// The evaluation domain size `m` (a power of two) of the circuit these parameters
-    /// were made for: the H query holds `m - 1` points.
-    pub fn domain_size(&self) -> usize {
-        self.params.h.len() + 1
-    }
-
-    /// Host bytes one synthesised partition of this circuit holds (inputs, aux and the
-    /// a, b, c evaluations over the domain), for the engine's host-memory budget.
-    pub fn partition_host_bytes(&self) -> u64 {
-        let p = &self.params;
-        let scalars = 3 * self.domain_size() + p.l.len() + p.vk.ic.len();
-        (scalars as u64) * 32
-    }
-
-    /// Wraps parameters that did not come from a file (a user's own circuit, tests).
-    pub fn from_parameters(params: Parameters<Bls12>) -> Self {
-        let pvk = prepare_verifying_key(&params.vk);
-        Srs {
-            params,
-            pvk,
-            path: PathBuf::from("<in memory>"),
-            file_bytes: 0,
-            load_time: Duration::ZERO,
-            id: next_srs_id(),
-            host_pinned: OnceLock::new(),
-        }
-    }
-
-    /// An identity unique within the process: two `Srs` values never share one, even when
-    /// one was dropped and another loaded from the same file. Device backends key the
-    /// parameters they keep resident by it (the parameters of an `Srs` never change).
-    pub fn id(&self) -> u64 {
-        self.id
-    }
 }
 
 type Slot = Arc<OnceLock<Arc<Srs>>>;
@@ -359,79 +276,6 @@ impl SrsStore {
 
 /// The file that marks a parameter directory as holding cuzk's insecure test parameters.
 pub const TEST_MARKER: &str = "INSECURE-TEST-PARAMETERS";
-
-pub(crate) fn write_atomic(
-    path: &Path,
-    f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
-) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let res = (|| {
-        let mut w = BufWriter::with_capacity(1 << 22, File::create(&tmp)?);
-        f(&mut w)?;
-        let file = w.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = res {
-        let _ = fs::remove_file(&tmp);
-        return Err(Error::io(path, e));
-    }
-    Ok(())
-}
-
-/// Reads and checks one parameter file.
-#[tracing::instrument(skip_all, fields(path = %path.display()))]
-pub fn load(path: &Path, proof: RegisteredProof) -> Result<Srs> {
-    let t0 = Instant::now();
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::ParamsMissing {
-                path: path.into(),
-                kind: proof.kind.to_string(),
-                sector_size: proof.sector_size.to_string(),
-            })
-        }
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    let file_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    let mut reader = BufReader::with_capacity(1 << 22, file);
-    // Points are read without the (slow) subgroup check, decoded on every core: the file is
-    // trusted to come from a parameter ceremony or from `cuzk params`; every proof is verified
-    // before it is returned, so a wrong point cannot produce an accepted proof.
-    let params = crate::param_file::read_parameters(&mut reader).map_err(|e| Error::ParamsInvalid {
-        path: path.into(),
-        reason: match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => {
-                format!("file is truncated ({file_bytes} bytes); delete it and regenerate or re-download it")
-            }
-            _ => format!("file is corrupt ({e}); delete it and regenerate or re-download it"),
-        },
-    })?;
-    let mut rest = [0u8; 1];
-    if reader.read(&mut rest).map_err(|e| Error::io(path, e))? != 0 {
-        return Err(Error::ParamsInvalid {
-            path: path.into(),
-            reason: "file has trailing bytes after the parameters; it is not a parameter file written by filecoin-proofs".into(),
-        });
-    }
-    let pvk = prepare_verifying_key(&params.vk);
-    let load_time = t0.elapsed();
-    tracing::info!(
-        bytes = file_bytes,
-        ms = load_time.as_millis() as u64,
-        "parameters loaded"
-    );
-    Ok(Srs {
-        params,
-        pvk,
-        path: path.into(),
-        file_bytes,
-        load_time,
-        id: next_srs_id(),
-        host_pinned: OnceLock::new(),
-    })
-}
 
 #[cfg(test)]
 mod tests {

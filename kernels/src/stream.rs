@@ -198,7 +198,11 @@ impl<C: MsmCurve> BaseRing<C> {
 
     /// The first `len` points of buffer `slot` (as [`BaseRing::fill`] returned it): kernels
     /// queued on any stream of the device that read it wait for its copy.
-    pub(crate) fn view(&self, slot: usize, len: usize) -> CudaView<'_, <C::Affine as DeviceElem>::Raw> {
+    pub(crate) fn view(
+        &self,
+        slot: usize,
+        len: usize,
+    ) -> CudaView<'_, <C::Affine as DeviceElem>::Raw> {
         self.slots[slot].view(0..len)
     }
 }

@@ -3,9 +3,10 @@
 
 use crate::support;
 
+use cuzk::actors::{Error as EngineError, FailureCause};
 use cuzk::{
-    circuits, CpuBackend, Error, PostInputs, ProofInputs, ProofKind, ProofRequest, ProveOptions,
-    RegisteredProof, SectorSize, SrsStore,
+    circuits, DeviceChoice, Engine, EngineConfig, Error, PostInputs, ProofInputs, ProofKind,
+    ProofRequest, RegisteredProof, SectorSize, SrsStore, SubmitOptions,
 };
 
 fn c1_json() -> Vec<u8> {
@@ -137,21 +138,46 @@ fn garbled_post_vanilla_proof_is_rejected() {
     assert!(e.contains("bincode FallbackPoStSectorProof"), "{e}");
 }
 
+/// `request` proved through an Engine on the CPU over parameter directory `dir`: the error
+/// its job ends with (the engine is shut down before returning).
+fn engine_error(dir: &std::path::Path, request: &ProofRequest) -> EngineError {
+    let mut cfg = EngineConfig::new(dir);
+    cfg.devices = DeviceChoice::Cpu;
+    let engine = Engine::start(cfg).expect("a CPU engine starts");
+    let err = engine
+        .prove(request, SubmitOptions::default())
+        .expect_err("no proof from unusable parameters");
+    engine
+        .shutdown(std::time::Duration::from_secs(5))
+        .expect("shutdown");
+    err
+}
+
 #[test]
 fn missing_parameter_file_is_reported_with_its_path() {
     let _cores = support::cores_shared();
     let dir = tempfile::tempdir().unwrap();
     let store = SrsStore::new(dir.path());
     let req = &support::inputs().window_post;
-    let err = cuzk::prove(
-        &store,
-        &mut CpuBackend,
-        req,
-        &ProveOptions::default(),
-        &|_| {},
-    )
-    .unwrap_err();
+    let err = store.get(req.proof).unwrap_err();
     assert!(matches!(err, Error::ParamsMissing { .. }), "{err}");
+    let e = err.to_string();
+    assert!(
+        e.contains(&dir.path().display().to_string()) && e.contains("cuzk params"),
+        "{e}"
+    );
+    // Through the Engine: the job fails as a parameter problem, with the same message.
+    let err = engine_error(dir.path(), req);
+    assert!(
+        matches!(
+            err,
+            EngineError::JobFailed {
+                cause: FailureCause::Params,
+                ..
+            }
+        ),
+        "{err}"
+    );
     let e = err.to_string();
     assert!(
         e.contains(&dir.path().display().to_string()) && e.contains("cuzk params"),
@@ -190,14 +216,17 @@ fn truncated_or_foreign_parameter_file_is_refused() {
             .unwrap();
     std::fs::write(store.params_path(&id), other).unwrap();
     let req = &support::inputs().window_post;
-    let e = cuzk::prove(
-        &SrsStore::new(dir.path()),
-        &mut CpuBackend,
-        req,
-        &ProveOptions::default(),
-        &|_| {},
-    )
-    .unwrap_err()
-    .to_string();
+    let err = engine_error(dir.path(), req);
+    assert!(
+        matches!(
+            err,
+            EngineError::JobFailed {
+                cause: FailureCause::Params,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let e = err.to_string();
     assert!(e.contains("parameters are for another circuit"), "{e}");
 }

@@ -1,7 +1,7 @@
 //! Real 2 KiB proofs through the Engine on mock devices backed by the CPU prover (I6: every
 //! returned proof verifies), with a device that fails every other partition so partitions
-//! are synthesised again and proved elsewhere, and byte-identical to the single-request
-//! pipeline with the same fixed r and s.
+//! are synthesised again and proved elsewhere, and byte-identical to the CPU backend's
+//! proofs of the same partitions with the same fixed r and s.
 
 use crate::support;
 
@@ -16,10 +16,10 @@ use cuzk::{
 };
 
 /// Two kinds on two mock devices, one failing every other partition: every proof verifies,
-/// equals the single-request pipeline's with the same r and s, and was proved on a device
-/// that had its circuit preloaded.
+/// equals the CPU backend's proofs of the same partitions with the same r and s, and was
+/// proved on a device that had its circuit preloaded.
 #[test]
-fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
+fn real_post_proofs_on_mock_devices_verify_and_match_the_cpu_backend() {
     let _cores = support::cores_shared();
     let kinds = [ProofKind::WinningPost, ProofKind::WindowPost];
     for k in kinds {
@@ -37,7 +37,7 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
     let rec = driver.recorder();
     let mut cfg = EngineConfig::new(support::params_dir());
     cfg.devices = DeviceChoice::mock(&driver);
-    cfg.prove = opts.clone();
+    cfg.prove = opts;
     cfg.synthesis_workers = 2;
     let engine = Engine::start(cfg).expect("engine starts");
     // Parameters preloaded through the API reach every device before any job.
@@ -74,10 +74,10 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_pipeline() {
             "{k}"
         );
         let reference =
-            cuzk::prove(&store, &mut CpuBackend, req, &opts, &|_| {}).expect("pipeline");
+            support::prove_on_backend(&store, &mut CpuBackend, req, r, s).expect("CPU backend");
         assert_eq!(
             res.proof, reference.bytes,
-            "{k}: engine and pipeline differ"
+            "{k}: engine and CPU backend differ"
         );
     }
     let st = engine.status().expect("status");

@@ -1,6 +1,6 @@
 //! The Engine on real GPUs (run on a GPU machine with `--include-ignored`): it finds the
-//! GPUs by itself, proves each kind at 2 KiB on them, byte-identical to the CPU pipeline
-//! with the same fixed r and s, verified; on a machine with several GPUs every one works
+//! GPUs by itself, proves each kind at 2 KiB on them, byte-identical to the CPU backend's
+//! proofs of the same partitions with the same fixed r and s, verified; on a machine with several GPUs every one works
 //! and no two partitions overlap on a device.
 
 use crate::support;
@@ -19,8 +19,9 @@ fn engine_proves_every_kind_on_the_gpus_like_the_cpu() {
     for k in ProofKind::ALL {
         support::store_with(k);
     }
+    let (r, s) = (Scalar::from(3u64), Scalar::from(5u64));
     let opts = ProveOptions {
-        randomness: Randomness::Fixed(Scalar::from(3u64), Scalar::from(5u64)),
+        randomness: Randomness::Fixed(r, s),
         verify: true,
         pce: true,
     };
@@ -51,20 +52,20 @@ fn engine_proves_every_kind_on_the_gpus_like_the_cpu() {
     }
     let store = support::store_with(ProofKind::WinningPost);
     for (round, k, job) in &jobs {
-        let r = engine
+        let res = engine
             .wait(*job, Some(Duration::from_secs(600)))
             .expect("proved");
-        assert!(r.verified);
+        assert!(res.verified);
         let req = support::inputs().get(*k);
         assert!(
-            cuzk::verify(&store, req, &r.proof).expect("verifier"),
+            cuzk::verify(&store, req, &res.proof).expect("verifier"),
             "{k}"
         );
         if *round == 0 {
-            let cpu = cuzk::prove(&store, &mut CpuBackend, req, &opts, &|_| {}).expect("CPU");
+            let cpu = support::prove_on_backend(&store, &mut CpuBackend, req, r, s).expect("CPU");
             assert_eq!(
-                r.proof, cpu.bytes,
-                "{k}: GPU engine and CPU pipeline differ"
+                res.proof, cpu.bytes,
+                "{k}: GPU engine and CPU backend differ"
             );
         }
     }

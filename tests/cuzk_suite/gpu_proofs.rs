@@ -54,16 +54,17 @@ fn check_kind(kind: ProofKind) {
     let store = support::store_with(kind);
     let request = support::inputs().get(kind);
     let (r, s) = (Scalar::from(0xdead_beefu64), Scalar::from(0x0bad_cafeu64));
-    let opts = fixed(r, s);
-    let cpu = cuzk::prove(&store, &mut CpuBackend, request, &opts, &|_| {}).expect("CPU proves");
-    let cold = cuzk::prove(&store, &mut gpu, request, &opts, &|_| {}).expect("GPU proves");
-    let warm = cuzk::prove(&store, &mut gpu, request, &opts, &|_| {}).expect("GPU proves again");
-    assert!(cold.verified && warm.verified);
+    let on = |backend: &mut dyn cuzk::Backend, what: &str| {
+        support::prove_on_backend(&store, backend, request, r, s)
+            .unwrap_or_else(|e| panic!("{kind}: {what}: {e}"))
+    };
+    let cpu = on(&mut CpuBackend, "CPU proves");
+    let cold = on(&mut gpu, "GPU proves");
+    let warm = on(&mut gpu, "GPU proves again");
     // B in G2 on the host's cores, overlapped with the device: the same proof
     let mut host_g2 = self::gpu().with_b_g2_on_host(true);
-    let _ = cuzk::prove(&store, &mut host_g2, request, &opts, &|_| {}).expect("GPU + host proves");
-    let overlapped =
-        cuzk::prove(&store, &mut host_g2, request, &opts, &|_| {}).expect("GPU + host proves");
+    let _ = on(&mut host_g2, "GPU + host proves");
+    let overlapped = on(&mut host_g2, "GPU + host proves");
     assert_eq!(
         overlapped.bytes, cpu.bytes,
         "{kind}: B G2 on the host differs"
@@ -79,7 +80,7 @@ fn check_kind(kind: ProofKind) {
         "{kind}: resident bases changed the proof"
     );
 
-    support::assert_matches_bellperson(&store, request, r, s, &cold, "GPU");
+    support::assert_matches_bellperson(&store, request, r, s, &cold.bytes, "GPU");
     let srs = store.get(request.proof).expect("params");
 
     // the phases of partition 0, warm, and the memory accounting
@@ -107,11 +108,11 @@ fn check_kind(kind: ProofKind) {
         "{kind}: {n} constraints, {} partition(s); prove: CPU {:.3?}, GPU cold {:.3?} (uploads \
          parameters, loads kernels), GPU warm {:.3?}, GPU warm with B G2 on the host {:.3?}; \
          partition 0 warm {wall:.3?} = {phases}; resident {} MiB, vram_needed {} MiB",
-        cold.partitions.len(),
-        cpu.timings.prove,
-        cold.timings.prove,
-        warm.timings.prove,
-        overlapped.timings.prove,
+        cold.partitions,
+        cpu.prove,
+        cold.prove,
+        warm.prove,
+        overlapped.prove,
         gpu.resident_bytes() >> 20,
         needed >> 20,
     );
@@ -466,7 +467,6 @@ fn two_circuits_stay_resident_and_lru_eviction_keeps_proofs() {
 #[ignore = "needs a CUDA device"]
 fn every_kind_with_streamed_parameters_is_the_cpus_proof() {
     let (r, s) = (Scalar::from(0x5eed_u64), Scalar::from(0xc0ffee_u64));
-    let opts = fixed(r, s);
     for kind in [
         ProofKind::WinningPost,
         ProofKind::WindowPost,
@@ -475,12 +475,13 @@ fn every_kind_with_streamed_parameters_is_the_cpus_proof() {
     ] {
         let store = support::store_with(kind);
         let request = support::inputs().get(kind);
-        let cpu = cuzk::prove(&store, &mut CpuBackend, request, &opts, &|_| {}).expect("CPU");
+        let cpu = support::prove_on_backend(&store, &mut CpuBackend, request, r, s).expect("CPU");
         for chunk in [64usize, 1000] {
             let mut gpu = gpu().with_stream_chunk(Some(chunk));
             gpu.reset_peak_memory().expect("peak reset");
-            let out = cuzk::prove(&store, &mut gpu, request, &opts, &|_| {}).expect("GPU streams");
-            assert!(out.verified, "{kind}");
+            // each partition's proof is verified by prove_on_backend
+            let out =
+                support::prove_on_backend(&store, &mut gpu, request, r, s).expect("GPU streams");
             assert_eq!(
                 hex::encode(&out.bytes),
                 hex::encode(&cpu.bytes),

@@ -2,14 +2,14 @@
 //! witness-only synthesis (sequential, and on several threads) and the evaluation (on one
 //! thread, and in parallel) give a, b, c, densities and assignments equal to full synthesis bit
 //! for bit (WindowPoSt synthesises its sectors in child systems joined with `extend`); the
-//! first proofs of a shape record it once even when they arrive together; damaged cache
-//! files are rebuilt, never used.
+//! first proofs of a shape record it once even when they arrive together at an Engine;
+//! damaged cache files are rebuilt, never used.
 
 use crate::support;
 
-use std::sync::Arc;
+use std::time::Duration;
 
-use cuzk::{circuits, CpuBackend, ProofKind, ProveOptions, SrsStore};
+use cuzk::{circuits, DeviceChoice, Engine, EngineConfig, ProofKind, SubmitOptions};
 
 fn pce_equals_full(kind: ProofKind) {
     let request = support::inputs().get(kind);
@@ -75,39 +75,51 @@ fn pce_snap_deals_equals_full_synthesis() {
     pce_equals_full(ProofKind::SnapDeals);
 }
 
+/// An Engine on the CPU whose recorded circuits live in `pce_dir` (a fresh store: a fresh
+/// process), with `workers` synthesis workers, which also prepare jobs' recordings.
+fn engine_with_recordings_in(pce_dir: &std::path::Path, workers: usize) -> Engine {
+    let mut cfg = EngineConfig::new(support::params_dir());
+    cfg.devices = DeviceChoice::Cpu;
+    cfg.pce_dir = Some(pce_dir.to_path_buf());
+    cfg.synthesis_workers = workers;
+    Engine::start(cfg).expect("a CPU engine starts")
+}
+
+/// Proves `request` through `engine`, shuts it down, and answers whether it was verified.
+fn prove_and_stop(engine: &Engine, request: &cuzk::ProofRequest) -> bool {
+    let verified = engine
+        .prove(request, SubmitOptions::default())
+        .expect("proof")
+        .verified;
+    engine.shutdown(Duration::from_secs(5)).expect("shutdown");
+    verified
+}
+
 #[test]
 fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
     let _cores = support::cores_shared();
     support::store_with(ProofKind::WindowPost);
     let pce_dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf())),
-    );
     let request = support::inputs().window_post.clone();
-    let handles: Vec<_> = (0..4)
+    // Four first proofs of one shape at once: four workers prepare their jobs together.
+    let engine = engine_with_recordings_in(pce_dir.path(), 4);
+    let jobs: Vec<_> = (0..4)
         .map(|_| {
-            let store = store.clone();
-            let request = request.clone();
-            std::thread::spawn(move || {
-                cuzk::prove(
-                    &store,
-                    &mut CpuBackend,
-                    &request,
-                    &ProveOptions::default(),
-                    &|_| {},
-                )
-                .map(|o| o.verified)
-            })
+            engine
+                .submit(&request, SubmitOptions::default())
+                .expect("accepted")
+                .job
         })
         .collect();
-    for h in handles {
-        assert!(h.join().expect("thread").expect("proof"));
+    for job in jobs {
+        assert!(engine.wait(job, None).expect("proof").verified);
     }
     assert_eq!(
-        store.pce().recorded_count(),
+        engine.store().pce().recorded_count(),
         1,
         "four concurrent first proofs recorded once"
     );
+    engine.shutdown(Duration::from_secs(5)).expect("shutdown");
 
     // A fresh process (store) loads the file instead of recording.
     let files: Vec<_> = std::fs::read_dir(pce_dir.path())
@@ -116,18 +128,11 @@ fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
         .filter(|p| p.extension().is_some_and(|e| e == "pce"))
         .collect();
     assert_eq!(files.len(), 1);
-    let again =
-        SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf()));
-    cuzk::prove(
-        &again,
-        &mut CpuBackend,
-        &request,
-        &ProveOptions::default(),
-        &|_| {},
-    )
-    .unwrap();
+    let again = engine_with_recordings_in(pce_dir.path(), 2);
+    assert!(prove_and_stop(&again, &request));
+    let store = again.store();
     assert_eq!(
-        (again.pce().loaded_count(), again.pce().recorded_count()),
+        (store.pce().loaded_count(), store.pce().recorded_count()),
         (1, 0)
     );
 
@@ -136,33 +141,17 @@ fn pce_concurrent_first_proofs_record_once_and_bad_cache_is_rebuilt() {
     let n = bytes.len();
     bytes[n / 2] ^= 0xff;
     std::fs::write(&files[0], &bytes).unwrap();
-    let third =
-        SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf()));
-    let out = cuzk::prove(
-        &third,
-        &mut CpuBackend,
-        &request,
-        &ProveOptions::default(),
-        &|_| {},
-    )
-    .unwrap();
-    assert!(out.verified);
+    let third = engine_with_recordings_in(pce_dir.path(), 2);
+    assert!(prove_and_stop(&third, &request));
+    let store = third.store();
     assert_eq!(
-        (third.pce().loaded_count(), third.pce().recorded_count()),
+        (store.pce().loaded_count(), store.pce().recorded_count()),
         (0, 1)
     );
     // and the rebuilt file is good again
-    let fourth =
-        SrsStore::new(support::params_dir()).with_pce_dir(Some(pce_dir.path().to_path_buf()));
-    cuzk::prove(
-        &fourth,
-        &mut CpuBackend,
-        &request,
-        &ProveOptions::default(),
-        &|_| {},
-    )
-    .unwrap();
-    assert_eq!(fourth.pce().loaded_count(), 1);
+    let fourth = engine_with_recordings_in(pce_dir.path(), 2);
+    assert!(prove_and_stop(&fourth, &request));
+    assert_eq!(fourth.store().pce().loaded_count(), 1);
 }
 
 #[test]

@@ -1,13 +1,14 @@
-//! For each proof kind at 2 KiB: our CPU proof with fixed r and s is byte-identical to
-//! bellperson 0.27's `create_proof` on the same circuit, verifies with the real verifier, and
-//! the same proof with one public input changed is rejected. The proof through the PCE
-//! (the default) and through full synthesis are the same bytes (checked by proving twice for
-//! the PoSt kinds, and by comparing assignments in the PCE tests for all kinds).
+//! For each proof kind at 2 KiB: our proof with fixed r and s, made through an Engine on the
+//! CPU (the path every front end takes), is byte-identical to bellperson 0.27's
+//! `create_proof` on the same circuit, verifies with the real verifier, and the same proof
+//! with one public input changed is rejected. The proof through the PCE (the default) and
+//! through full synthesis are the same bytes (checked by proving twice for the PoSt kinds,
+//! and by comparing assignments in the PCE tests for all kinds).
 
 use crate::support;
 
 use blstrs::Scalar;
-use cuzk::{CpuBackend, ProofKind, ProveOptions, Randomness};
+use cuzk::{ProofKind, ProveOptions, Randomness};
 
 fn check(kind: ProofKind) {
     let store = support::store_with(kind);
@@ -18,9 +19,9 @@ fn check(kind: ProofKind) {
         verify: true,
         pce: true,
     };
-    let ours = cuzk::prove(&store, &mut CpuBackend, request, &opts, &|_| {}).expect("cuzk proves");
+    let ours = support::prove_through_cpu_engine(request, opts.clone());
     assert!(ours.verified);
-    assert_eq!(ours.bytes.len(), 192 * ours.partitions.len());
+    assert_eq!(ours.proof.len(), 192 * ours.partitions);
 
     if matches!(kind, ProofKind::WinningPost | ProofKind::WindowPost) {
         // Cheap kinds: prove again through full synthesis. (For PoRep and SnapDeals the PCE
@@ -29,15 +30,14 @@ fn check(kind: ProofKind) {
             pce: false,
             ..opts.clone()
         };
-        let without_pce = cuzk::prove(&store, &mut CpuBackend, request, &full, &|_| {})
-            .expect("full synthesis proves");
+        let without_pce = support::prove_through_cpu_engine(request, full);
         assert_eq!(
-            ours.bytes, without_pce.bytes,
+            ours.proof, without_pce.proof,
             "{kind}: PCE and full synthesis differ"
         );
     }
 
-    support::assert_matches_bellperson(&store, request, r, s, &ours, "cuzk");
+    support::assert_matches_bellperson(&store, request, r, s, &ours.proof, "cuzk");
 }
 
 #[test]

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::{Actor, Addr, Handler, SyncContext};
-use blstrs::Scalar;
-use cuzk_engine::{Randomness, SrsStore};
-use ff::Field;
+use cuzk_engine::prover::check_shape;
+use cuzk_engine::synthesis::synthesize_partition;
+use cuzk_engine::SrsStore;
 use tracing::info_span;
 
 use super::scheduler::SchedulerActor;
@@ -160,7 +160,8 @@ impl Handler<Synthesize> for SynthesisActor {
 }
 
 /// Builds one partition's input. Each error carries the cause its origin implies: the
-/// engine error's variant, a PCE failure as synthesis, mismatched public inputs as input.
+/// engine error's variant (a PCE failure is synthesis, a broken constraint or mismatched
+/// public inputs is invalid input, parameters of another circuit are params).
 fn synthesize(
     input: SynthInput,
     partition: usize,
@@ -188,64 +189,21 @@ fn synthesize(
             public_inputs,
             randomness,
         } => {
-            let namer = circuit.clone_box();
-            let assignment = match &r1cs {
-                Some(r1cs) => {
-                    let (input, aux) = info_span!("witness", parallel)
-                        .in_scope(|| {
-                            if parallel {
-                                pool.install(|| circuit.witness_parallel())
-                            } else {
-                                circuit.witness()
-                            }
-                        })
-                        .map_err(|e| Failure::from_engine(&e))?;
-                    // Alone, the rows spread over the pool; beside other partitions, on this
-                    // worker's thread: in one shared pool every worker's rows queued behind
-                    // the others' (two GPUs, mixed stream: 24.7-26.1 proofs/s against
-                    // 26.2-27.5 on the worker's thread; CHANGELOG.md).
-                    info_span!("matvec", parallel)
-                        .in_scope(|| {
-                            if parallel {
-                                pool.install(|| cuzk_engine::pce::evaluate(r1cs, input, aux))
-                            } else {
-                                cuzk_engine::pce::evaluate_sequential(r1cs, input, aux)
-                            }
-                        })
-                        .map_err(|e| {
-                            Failure::new(
-                                FailureCause::Synthesis,
-                                format!("partition {partition}: constraint evaluation failed: {e}"),
-                            )
-                        })?
-                }
-                None => circuit.synthesize().map_err(|e| Failure::from_engine(&e))?,
-            };
-            // A witness that breaks a constraint is the request's fault, found here once:
-            // proving it would only fail verification, attempt after attempt.
-            let check =
-                || cuzk_engine::circuits::check_satisfied(namer, &assignment, partition, parallel);
-            if parallel {
-                pool.install(check)
-            } else {
-                check()
-            }
+            // The engine's step for one partition: the PCE (or full synthesis), the
+            // constraints checked, the public inputs matched; over the pool when `parallel`.
+            let assignment = synthesize_partition(
+                circuit,
+                r1cs.as_deref(),
+                &public_inputs,
+                partition,
+                parallel.then_some(pool),
+            )
             .map_err(|e| Failure::from_engine(&e))?;
-            if assignment.public_inputs() != public_inputs.as_slice() {
-                return Err(Failure::new(
-                    FailureCause::InvalidInput,
-                    format!(
-                        "partition {partition}: the circuit's public inputs differ from the ones a verifier derives; the vanilla proof does not match its public data"
-                    ),
-                ));
-            }
-            let (r, s) = match randomness {
-                Randomness::Fixed(r, s) => (r, s),
-                Randomness::Random => {
-                    let mut rng = rand::rngs::OsRng;
-                    (Scalar::random(&mut rng), Scalar::random(&mut rng))
-                }
-            };
+            // Parameters of another circuit under this one's name are the operator's to fix,
+            // found here once, on the host: on a device every attempt would fail alike.
+            check_shape(&srs.params, &assignment, &srs.path.display().to_string())
+                .map_err(|e| Failure::from_engine(&e).context(format!("partition {partition}")))?;
+            let (r, s) = randomness.draw();
             Ok(Payload::Proof {
                 srs,
                 assignment,

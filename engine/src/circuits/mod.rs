@@ -230,7 +230,7 @@ impl ProofPlan {
             "{}-{}-v{}-{}-cuzk{}",
             self.proof.kind,
             self.proof.sector_size,
-            crate::srs::PARAMS_VERSION,
+            crate::param_file::PARAMS_VERSION,
             self.params_identifier,
             env!("CARGO_PKG_VERSION")
         )

@@ -13,8 +13,8 @@ use cuzk_pce::Assignment;
 use tracing::info_span;
 
 use crate::error::{Error, Result};
+use crate::param_file::Srs;
 use crate::prover::{assemble, check_shape, Backend, MsmResults};
-use crate::srs::Srs;
 use msm::{msm_g1, msm_g2, Selection};
 
 /// Proves on the host's cores.

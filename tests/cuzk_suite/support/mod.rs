@@ -73,46 +73,130 @@ pub fn synthetic_porep() -> &'static cuzk::ProofRequest {
     })
 }
 
-/// The oracle every backend is held to: `proof` (our `cuzk::prove` output for `request` with
-/// fixed `r`, `s`) is byte-identical to bellperson 0.27's `create_proof` on the same
-/// circuits, each partition verifies, a changed public input is rejected, and the bytes
-/// verify through `cuzk::verify`.
+/// `request` proved through an Engine on the CPU, the path every front end takes, with
+/// `prove`'s options (r and s, verification, PCE); the engine is shut down before returning.
+pub fn prove_through_cpu_engine(
+    request: &cuzk::ProofRequest,
+    prove: cuzk::ProveOptions,
+) -> cuzk::JobResult {
+    let mut cfg = cuzk::EngineConfig::new(params_dir());
+    cfg.devices = cuzk::DeviceChoice::Cpu;
+    cfg.prove = prove;
+    let engine = cuzk::Engine::start(cfg).expect("a CPU engine starts");
+    let result = engine
+        .prove(request, cuzk::SubmitOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", request.proof));
+    engine
+        .shutdown(std::time::Duration::from_secs(5))
+        .expect("shutdown");
+    result
+}
+
+/// A request's partitions proved on one backend, in this thread (see [`prove_on_backend`]).
+pub struct OnBackend {
+    /// The partitions' proofs, concatenated in partition order.
+    pub bytes: Vec<u8>,
+    /// Number of partitions.
+    pub partitions: usize,
+    /// Time in `Backend::prove`, summed over the partitions.
+    pub prove: std::time::Duration,
+}
+
+/// `request`'s partitions proved one after the other on `backend` with fixed `r` and `s`,
+/// from the engine's own steps (plan, parameters, the partition's synthesis through the
+/// PCE, `Backend::prove`), each proof verified: the reference a backend is held to where
+/// the test, not the Engine, picks the device. Not for aggregated (non-interactive PoRep)
+/// requests: the bytes are the partition proofs, concatenated.
+pub fn prove_on_backend(
+    store: &SrsStore,
+    backend: &mut dyn cuzk::Backend,
+    request: &cuzk::ProofRequest,
+    r: blstrs::Scalar,
+    s: blstrs::Scalar,
+) -> cuzk::Result<OnBackend> {
+    use bellperson::groth16::verify_proof;
+    let plan = cuzk::circuits::plan(request)?;
+    assert!(plan.aggregation.is_none(), "an aggregated request");
+    let srs = store.get_by_identifier(request.proof, &plan.params_identifier)?;
+    let r1cs = store
+        .pce()
+        .get_or_record(&plan.shape_identity(), plan.blank)?;
+    let mut out = OnBackend {
+        bytes: Vec::new(),
+        partitions: plan.partitions.len(),
+        prove: std::time::Duration::ZERO,
+    };
+    for job in plan.partitions {
+        let asg = cuzk::synthesis::synthesize_partition(
+            job.circuit,
+            Some(&r1cs),
+            &job.public_inputs,
+            job.index,
+            None,
+        )?;
+        let t = std::time::Instant::now();
+        let proof = backend.prove(&srs, asg, r, s, job.index)?;
+        out.prove += t.elapsed();
+        assert!(
+            verify_proof(&srs.pvk, &proof, &job.public_inputs).expect("verifier runs"),
+            "{}: partition {} proved on {} does not verify",
+            request.proof,
+            job.index,
+            backend.name()
+        );
+        proof.write(&mut out.bytes).expect("serialise");
+    }
+    Ok(out)
+}
+
+/// The oracle every backend is held to: `proof` (our proof bytes for `request` with fixed
+/// `r`, `s`: the partitions' proofs, concatenated) is byte-identical to bellperson 0.27's
+/// `create_proof` on the same circuits, each partition read back from the bytes verifies, a
+/// changed public input is rejected, and the bytes verify through `cuzk::verify`.
 pub fn assert_matches_bellperson(
     store: &SrsStore,
     request: &cuzk::ProofRequest,
     r: blstrs::Scalar,
     s: blstrs::Scalar,
-    proof: &cuzk::ProofOutput,
+    proof: &[u8],
     who: &str,
 ) {
-    use bellperson::groth16::verify_proof;
+    use bellperson::groth16::{verify_proof, Proof};
     use ff::Field;
     let kind = request.proof.kind;
     let srs = store.get(request.proof).expect("params");
     let plan = cuzk::circuits::plan(request).expect("plan");
     let mut theirs = Vec::new();
+    let mut inputs = Vec::new();
     for job in plan.partitions {
         let p = job
             .circuit
             .prove_with_bellperson(&srs.params, r, s)
             .expect("bellperson proves");
         p.write(&mut theirs).expect("serialise");
+        inputs.push(job.public_inputs);
     }
     assert_eq!(
-        hex::encode(&proof.bytes),
+        hex::encode(proof),
         hex::encode(&theirs),
         "{kind}: {who} and bellperson proofs differ"
     );
-    for (p, inputs) in proof.partitions.iter().zip(&proof.public_inputs) {
-        assert!(verify_proof(&srs.pvk, p, inputs).expect("verifier runs"));
+    assert_eq!(
+        proof.len(),
+        192 * inputs.len(),
+        "{kind}: 192 bytes a partition"
+    );
+    for (chunk, inputs) in proof.chunks(192).zip(&inputs) {
+        let p = Proof::<blstrs::Bls12>::read(chunk).expect("a partition proof");
+        assert!(verify_proof(&srs.pvk, &p, inputs).expect("verifier runs"));
         let mut wrong = inputs.clone();
         wrong[0] += blstrs::Scalar::ONE;
         assert!(
-            !verify_proof(&srs.pvk, p, &wrong).unwrap_or(false),
+            !verify_proof(&srs.pvk, &p, &wrong).unwrap_or(false),
             "{kind}: proof accepted with a changed public input"
         );
     }
-    assert!(cuzk::verify(store, request, &proof.bytes).expect("verify bytes"));
+    assert!(cuzk::verify(store, request, proof).expect("verify bytes"));
 }
 
 /// A non-interactive PoRep (registered proof 15) through an Engine on `devices`: its 13
