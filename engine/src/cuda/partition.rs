@@ -647,7 +647,7 @@ pub fn prove_msms(
         if d_aux.is_none() && !aux.is_empty() {
             // streamed bases: the aux values come now, in the room the domain buffers left
             d_aux = phase(dev, partition, "upload", &mut t.upload, || {
-                upload_aux(dev, &aux, staging.as_deref_mut())
+                upload_aux(dev, &aux, staging.take())
             })?;
         }
 
