@@ -571,6 +571,11 @@ fn streamed_runs(
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     for &budget in budgets {
+        let name = if budget == 0 {
+            "whole card".to_string()
+        } else {
+            format!("{budget} GiB")
+        };
         let limit = (budget > 0).then_some(budget << 30);
         let usable = cuzk_engine::cuda::usable_memory(dev.total_memory() as u64, limit);
         // 0: the engine's own choice on this card (bases resident up to 5/8 of it); a
@@ -638,11 +643,7 @@ fn streamed_runs(
             };
             println!(
                 "| {} | {} | {chunk} | {label} | {:.1} | {} | {:.1} | {:.2} | {:.2} |",
-                if budget == 0 {
-                    "whole card".to_string()
-                } else {
-                    format!("{budget} GiB")
-                },
+                name,
                 residency.as_str(),
                 ms(wall),
                 phase_cells(&p),
@@ -654,11 +655,7 @@ fn streamed_runs(
         walls.sort();
         println!(
             "budget {}: median of {runs} {:.1} ms per partition ({})",
-            if budget == 0 {
-                "whole card".to_string()
-            } else {
-                format!("{budget} GiB")
-            },
+            name,
             ms(walls[(walls.len() - 1) / 2]),
             residency
         );

@@ -13,7 +13,7 @@ use bellperson::groth16::Parameters;
 use blstrs::{Bls12, G1Affine, G2Affine};
 use cuzk_kernels::{BaseRing, GpuDevice, PinnedPoints, G1, G2};
 
-use super::vram::{QueryLens, G1_BYTES};
+use super::vram::QueryLens;
 use crate::srs::Srs;
 
 /// A circuit's query bases registered as page-locked host memory (portable: every device's
@@ -171,9 +171,4 @@ impl Rings {
 /// G2 points a ring buffer of `chunk` G1 points' bytes holds (at least 1).
 pub fn g2_chunk(chunk: usize) -> usize {
     (chunk / 2).max(1)
-}
-
-/// Bytes of one chunk of `chunk` G1 points (the ring's unit).
-pub fn chunk_bytes(chunk: usize) -> u64 {
-    chunk as u64 * G1_BYTES
 }
