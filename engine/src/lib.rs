@@ -57,7 +57,7 @@ pub use cuzk_pce as pce;
 pub use error::{Error, Result};
 pub use kind::{ProofKind, RegisteredProof, SectorSize};
 pub use options::{ProveOptions, Randomness};
-pub use prover::{Backend, MemoryReport, Upcoming};
+pub use prover::{Backend, BatchItem, MemoryReport, Upcoming};
 pub use request::{PostInputs, ProofInputs, ProofRequest, SectorRef, SnapInputs};
 pub use srs::{Srs, SrsStore};
 pub use verifier::verify;

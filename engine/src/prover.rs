@@ -59,11 +59,34 @@ pub trait Backend: Send {
         Ok(false)
     }
 
+    /// Proves several partitions of `srs`'s circuit, as [`Backend::prove`] would one by one:
+    /// the proofs in the order given, each the bytes its own [`Backend::prove`] gives. A
+    /// backend that streams its parameters shares each transfer among the batch's
+    /// partitions; others prove them in turn (the default). An error fails the whole batch.
+    fn prove_batch(&mut self, srs: &Srs, batch: Vec<BatchItem>) -> Result<Vec<Proof<Bls12>>> {
+        batch
+            .into_iter()
+            .map(|it| self.prove(srs, it.assignment, it.r, it.s, it.partition))
+            .collect()
+    }
+
     /// How the last partition reached its parameters and what device memory it took, for
     /// status reports; `None` where that does not apply (the CPU).
     fn memory_report(&self) -> Option<MemoryReport> {
         None
     }
+}
+
+/// One partition of a batch ([`Backend::prove_batch`]).
+pub struct BatchItem {
+    /// Its assignment.
+    pub assignment: Assignment,
+    /// The proof's randomness r.
+    pub r: Scalar,
+    /// The proof's randomness s.
+    pub s: Scalar,
+    /// Its index, for error messages.
+    pub partition: usize,
 }
 
 /// A device backend's account of its parameters and memory after a partition.

@@ -8,6 +8,7 @@
 //! | [`compact`] | selecting the scalars of a bitmap (density masks) on the device |
 //! | [`compile`] | the kernel modules, NVRTC compilation (no GPU needed), the on-disk CUBIN cache |
 //! | [`layout`] | device layouts of blstrs types (`Scalar`, `G1Affine`, `G2Affine`) with size assertions |
+//! | [`ones`] | scalar vectors kept as a bitmap of their ones and a list of the rest, written out on the device |
 //! | [`ntt`] | forward / inverse / coset Fr NTT with bellperson's conventions, element-wise Fr ops |
 //! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
 //! | [`fixed_base`] | one fixed point times many scalars, by window tables (parameter generation) |
@@ -36,6 +37,7 @@ pub mod fixed_base;
 pub mod layout;
 pub mod msm;
 pub mod ntt;
+pub mod ones;
 pub mod profile;
 pub mod reference;
 pub mod staging;
@@ -46,8 +48,11 @@ pub mod testdata;
 pub use compact::DeviceBitmap;
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
-pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, MsmCurve, SortedScalars, G1, G2};
+pub use msm::{
+    msm_bucket_bytes, msm_scratch_bytes, Bases, G1Bases, G2Bases, MsmCurve, SortedScalars, G1, G2,
+};
 pub use ntt::{coset_z_inverse, NttKind, NttOptions};
+pub use ones::{DeviceOnesAndRest, OnesAndRest};
 pub use profile::StepTiming;
 pub use staging::Staging;
 pub use stream::{BaseRing, PinnedPoints};

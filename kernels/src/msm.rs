@@ -31,6 +31,7 @@ use crate::compile::{KernelModule, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACC
 use crate::device::{check_len, DeviceBuffer, GpuDevice, PciId};
 use crate::error::{Error, Result};
 use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
+use crate::ones::DeviceOnesAndRest;
 use crate::profile::Steps;
 use crate::stream::BaseRing;
 
@@ -185,6 +186,57 @@ enum Source<'a, C: MsmCurve> {
     Device(&'a DeviceBuffer<C::Affine>),
     /// In host memory, copied into a ring of device buffers chunk by chunk.
     Host(&'a [C::Affine], &'a mut BaseRing<C>),
+}
+
+/// Where the scalars of an MSM's chunks come from: one MSM's resident scalars, or several
+/// MSMs' (over the same bases) kept as ones and rest, written out chunk by chunk.
+enum ScalarSets<'a> {
+    /// `scalars[from..]`.
+    Dense(&'a DeviceBuffer<Scalar>, usize),
+    /// One MSM a set; `scratch` holds the current chunk's scalars of one set at a time
+    /// (`None` only when there is nothing to sum).
+    Compact {
+        sets: &'a [&'a DeviceOnesAndRest],
+        scratch: Option<DeviceBuffer<Scalar>>,
+    },
+}
+
+impl ScalarSets<'_> {
+    /// Number of MSMs.
+    fn count(&self) -> usize {
+        match self {
+            ScalarSets::Dense(..) => 1,
+            ScalarSets::Compact { sets, .. } => sets.len(),
+        }
+    }
+
+    /// Set `j`'s scalars of the chunk `chunk` (positions relative to the MSM's range).
+    fn chunk(
+        &mut self,
+        dev: &GpuDevice,
+        j: usize,
+        chunk: Range<usize>,
+    ) -> Result<CudaView<'_, FrRaw>> {
+        match self {
+            ScalarSets::Dense(s, from) => Ok(s.view(*from + chunk.start..*from + chunk.end)),
+            ScalarSets::Compact { sets, scratch } => {
+                let (Some(set), Some(buf)) = (sets.get(j), scratch.as_mut()) else {
+                    return Err(Error::Unsupported {
+                        op: "msm_streamed_batch",
+                        detail: format!("no scalars for set {j}"),
+                    });
+                };
+                let n = chunk.len();
+                dev.fr_expand(set, chunk, buf)?;
+                Ok(buf.view(0..n))
+            }
+        }
+    }
+}
+
+/// The only result of a one-set [`GpuDevice::msm_over`].
+fn one<P: Group>(mut v: Vec<P>) -> P {
+    v.pop().unwrap_or_else(P::identity)
 }
 
 /// Fewest buckets a segment of the window sums must hold for `msm_segments_pair_g2` to be
@@ -580,11 +632,13 @@ impl GpuDevice {
         chunk: usize,
     ) -> Result<C::Projective> {
         check_range(bases.len(), &range)?;
+        let dense = ScalarSets::Dense(scalars, from);
         match bases.buf.as_ref() {
-            Some(buf) => self.msm_over(Source::<C>::Device(buf), range, scalars, from, chunk),
+            Some(buf) => self.msm_over(Source::<C>::Device(buf), range, dense, chunk),
             // no points: the range is empty (checked above); the scalars are still checked
-            None => self.msm_over::<C>(Source::None, range, scalars, from, chunk),
+            None => self.msm_over::<C>(Source::None, range, dense, chunk),
         }
+        .map(one)
     }
 
     /// `sum_i scalars[from + i] * host[range.start + i]` for `i < range.len()`, with the
@@ -606,28 +660,63 @@ impl GpuDevice {
     ) -> Result<C::Projective> {
         check_range(host.len(), &range)?;
         let chunk = ring.chunk();
-        self.msm_over(Source::Host(host, ring), range, scalars, from, chunk)
+        let dense = ScalarSets::Dense(scalars, from);
+        self.msm_over(Source::Host(host, ring), range, dense, chunk)
+            .map(one)
     }
 
-    /// The chunk loop of [`GpuDevice::msm_chunked`] and [`GpuDevice::msm_streamed`]; `range`
-    /// has been checked against the bases.
+    /// `sum_i s_j[i] * host[range.start + i]` for every `s_j` of `sets` (each exactly
+    /// `range.len()` scalars), with the bases streamed from host memory through `ring` once
+    /// for all of them: each chunk crosses the link once and is summed against every set's
+    /// scalars of that chunk, which [`GpuDevice::fr_expand`] writes out into one scratch
+    /// buffer of the ring's chunk. The results are in the order of `sets`, each the same
+    /// as [`GpuDevice::msm_streamed`] with that set's scalars written out.
+    ///
+    /// Each set holds its own bucket sums between chunks (about [`msm_scratch_bytes`]'s
+    /// bucket share of one chunk a set), besides the scratch buffer.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, n = range.len(), sets = sets.len(), chunk = ring.chunk()))]
+    pub fn msm_streamed_batch<C: MsmCurve>(
+        &self,
+        host: &[C::Affine],
+        range: Range<usize>,
+        sets: &[&DeviceOnesAndRest],
+        ring: &mut BaseRing<C>,
+    ) -> Result<Vec<C::Projective>> {
+        check_range(host.len(), &range)?;
+        for set in sets {
+            check_len("msm_streamed_batch (scalars)", range.len(), set.len())?;
+        }
+        let chunk = ring.chunk();
+        let scratch = if sets.is_empty() || range.is_empty() {
+            None
+        } else {
+            Some(self.alloc_uninit::<Scalar>(chunk.min(range.len()))?)
+        };
+        let scalars = ScalarSets::Compact { sets, scratch };
+        self.msm_over(Source::Host(host, ring), range, scalars, chunk)
+    }
+
+    /// The chunk loop of [`GpuDevice::msm_chunked`], [`GpuDevice::msm_streamed`] and
+    /// [`GpuDevice::msm_streamed_batch`]: one result per set of scalars; `range` has been
+    /// checked against the bases.
     fn msm_over<C: MsmCurve>(
         &self,
         mut bases: Source<'_, C>,
         range: Range<usize>,
-        scalars: &DeviceBuffer<Scalar>,
-        from: usize,
+        mut scalars: ScalarSets<'_>,
         chunk: usize,
-    ) -> Result<C::Projective> {
-        if from
-            .checked_add(range.len())
-            .is_none_or(|end| end > scalars.len())
-        {
-            return Err(Error::Length {
-                op: "msm (scalars)",
-                expected: from.saturating_add(range.len()),
-                got: scalars.len(),
-            });
+    ) -> Result<Vec<C::Projective>> {
+        if let ScalarSets::Dense(s, from) = scalars {
+            if from
+                .checked_add(range.len())
+                .is_none_or(|end| end > s.len())
+            {
+                return Err(Error::Length {
+                    op: "msm (scalars)",
+                    expected: from.saturating_add(range.len()),
+                    got: s.len(),
+                });
+            }
         }
         if chunk == 0 {
             return Err(Error::Unsupported {
@@ -635,18 +724,20 @@ impl GpuDevice {
                 detail: "chunks of 0 points".into(),
             });
         }
-        let mut acc = C::Projective::identity();
+        let count = scalars.count();
+        let mut acc = vec![C::Projective::identity(); count];
         if matches!(bases, Source::None) || range.is_empty() {
             return Ok(acc);
         }
         // A chunk whose plan has the previous chunks' width and no more windows adds its points
         // to their bucket sums (msm_accumulate's `into`), so that the windows are summed once
-        // for all of them; another plan sums the buckets so far and starts its own.
-        let mut carried: Option<Buckets> = None;
+        // for all of them; another plan sums the buckets so far and starts its own. Each set
+        // of scalars has its own.
+        let mut carried: Vec<Option<Buckets>> = (0..count).map(|_| None).collect();
         // Streamed bases: the first chunk's copy is queued now, and each next chunk's as soon
-        // as the current chunk's accumulation is queued, so that it crosses the link beside
-        // that accumulation and the next chunk's sort (whose plan waits for the host) rather
-        // than after them.
+        // as the current chunk's accumulations are queued, so that it crosses the link beside
+        // them and the next chunk's sorts (whose plans wait for the host) rather than after
+        // them.
         let mut next_slot = match &mut bases {
             Source::Host(host, ring) => {
                 let first = range.start..range.start + chunk.min(range.len());
@@ -658,24 +749,27 @@ impl GpuDevice {
         while start < range.len() {
             let end = (start + chunk).min(range.len());
             let slot = next_slot.take();
-            let s = scalars.view(from + start..from + end);
-            let mut marks = marks(self, C::NAME, s.len());
-            if let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? {
-                let points = range.start + start..range.start + end;
+            let points = range.start + start..range.start + end;
+            for (j, held) in carried.iter_mut().enumerate() {
+                let s = scalars.chunk(self, j, start..end)?;
+                let mut marks = marks(self, C::NAME, end - start);
+                let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? else {
+                    continue; // every scalar of the chunk is zero
+                };
                 let b = match (&bases, slot) {
-                    (Source::Device(buf), _) => buf.view(points),
+                    (Source::Device(buf), _) => buf.view(points.clone()),
                     (Source::Host(_, ring), Some(slot)) => ring.view(slot, points.len()),
                     (Source::Host(..), None) | (Source::None, _) => break,
                 };
-                let into = match carried.take() {
-                    Some(held) if held.takes(&lists) => Some(held),
-                    Some(held) => {
-                        acc += self.window_sums::<C>(held, &mut marks)?;
+                let into = match held.take() {
+                    Some(h) if h.takes(&lists) => Some(h),
+                    Some(h) => {
+                        acc[j] += self.window_sums::<C>(h, &mut marks)?;
                         None
                     }
                     None => None,
                 };
-                carried = Some(self.accumulate_lists::<C>(b, &lists, into, &mut marks)?);
+                *held = Some(self.accumulate_lists::<C>(b, &lists, into, &mut marks)?);
             }
             if let (Source::Host(host, ring), true) = (&mut bases, end < range.len()) {
                 let next = range.start + end..range.start + (end + chunk).min(range.len());
@@ -683,9 +777,11 @@ impl GpuDevice {
             }
             start = end;
         }
-        if let Some(held) = carried {
-            let mut marks = marks(self, C::NAME, range.len());
-            acc += self.window_sums::<C>(held, &mut marks)?;
+        for (j, held) in carried.into_iter().enumerate() {
+            if let Some(held) = held {
+                let mut marks = marks(self, C::NAME, range.len());
+                acc[j] += self.window_sums::<C>(held, &mut marks)?;
+            }
         }
         Ok(acc)
     }
@@ -1268,6 +1364,19 @@ pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
     // partial sums, buckets, segment sums (<= nbuckets) and their reductions (< nbuckets / 4)
     let points = (nparts + 3 * nbuckets) * xyzz;
     canon + counts_offsets_cursor + scan_scratch + sorted + parts + points
+}
+
+/// An upper bound, in bytes, on the bucket sums one MSM over chunks of `n` points holds
+/// between its chunks (the widest plan's buckets, as in [`msm_scratch_bytes`]): what each set
+/// of scalars of [`GpuDevice::msm_streamed_batch`] keeps on the device beside the others.
+pub fn msm_bucket_bytes<C: MsmCurve>(n: usize) -> u64 {
+    let n = n.min(MAX_CHUNK);
+    if n == 0 {
+        return 0;
+    }
+    let c = window_bits(n);
+    let nbuckets = u64::from(256u32.div_ceil(c)) << (c - 1);
+    nbuckets * C::XYZZ_LIMBS as u64 * 8
 }
 
 fn check_range(len: usize, range: &Range<usize>) -> Result<()> {

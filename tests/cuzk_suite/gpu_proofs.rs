@@ -505,6 +505,83 @@ fn every_kind_with_streamed_parameters_is_the_cpus_proof() {
     }
 }
 
+/// Ten partitions proved as one streamed batch (each chunk of the L, A and B bases crossing
+/// the link once for all ten) are the bytes of the ten proved alone on the CPU, for every
+/// kind; each verifies. The partitions are the request's own, repeated with fresh r and s
+/// up to ten; a budget that leaves room for few partitions' scalars splits the batch's
+/// walks and changes nothing.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ten_partitions_batched_with_streamed_parameters_are_the_single_proofs() {
+    let mut rng = ChaCha8Rng::seed_from_u64(1010);
+    for kind in [
+        ProofKind::PorepC2,
+        ProofKind::WindowPost,
+        ProofKind::WinningPost,
+        ProofKind::SnapDeals,
+    ] {
+        let store = support::store_with(kind);
+        let request = support::inputs().get(kind);
+        let (srs, parts) = support::synthesized(&store, request).expect("synthesis");
+        let items: Vec<_> = (0..10)
+            .map(|i| {
+                let (asg, inputs) = &parts[i % parts.len()];
+                let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+                (asg.clone(), inputs.clone(), r, s, i % parts.len())
+            })
+            .collect();
+        let singles: Vec<Vec<u8>> = items
+            .iter()
+            .map(|(asg, _, r, s, p)| {
+                let proof = cuzk::Backend::prove(&mut CpuBackend, &srs, asg.clone(), *r, *s, *p)
+                    .expect("CPU");
+                bytes(&proof)
+            })
+            .collect();
+        for chunk in [64usize, 1000] {
+            let mut gpu = gpu().with_stream_chunk(Some(chunk));
+            let batch = items
+                .iter()
+                .map(|(asg, _, r, s, p)| cuzk::BatchItem {
+                    assignment: asg.clone(),
+                    r: *r,
+                    s: *s,
+                    partition: *p,
+                })
+                .collect();
+            let before = gpu.bytes_streamed();
+            let timed = gpu.prove_batch_timed(&srs, batch).expect("GPU batch");
+            assert_eq!(timed.len(), 10, "{kind}");
+            for (j, ((proof, times), (_, inputs, ..))) in timed.iter().zip(&items).enumerate() {
+                assert_eq!(
+                    bytes(proof),
+                    singles[j],
+                    "{kind}: item {j}, chunks of {chunk}"
+                );
+                assert!(
+                    verify_proof(&srs.pvk, proof, inputs).expect("verifier runs"),
+                    "{kind}"
+                );
+                assert!(times.msm_h > std::time::Duration::ZERO, "{kind}: {times}");
+            }
+            // H streams per partition, the other four queries once for the batch
+            let lens = cuzk::cuda::QueryLens::of(&srs.params);
+            let moved = gpu.bytes_streamed() - before;
+            let once = (lens.l + lens.a + lens.b_g1) as u64 * 96 + lens.b_g2 as u64 * 192;
+            assert_eq!(
+                moved,
+                10 * lens.h as u64 * 96 + once,
+                "{kind}: chunks of {chunk}"
+            );
+            assert_eq!(
+                gpu.last_residency(),
+                Some(cuzk::cuda::Residency::Streamed { chunk }),
+                "{kind}"
+            );
+        }
+    }
+}
+
 /// Streamed parameters on circuits of unusual shapes (no public input, no aux variable in
 /// B, sizes around powers of two, a chunk that divides nothing): the CPU's proofs.
 #[test]

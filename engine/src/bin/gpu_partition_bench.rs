@@ -1,4 +1,4 @@
-//! One Groth16 partition shaped like a 32 GiB PoRep or WindowPoSt partition on a CUDA device,
+//! One Groth16 partition shaped like a 32 GiB PoRep, WindowPoSt or SnapDeals partition on a CUDA device,
 //! timed per phase.
 //!
 //! Shapes (`--shape`; sizes of Filecoin's 32 GiB circuits, value mixes from
@@ -12,6 +12,8 @@
 //! - `window-post`: 125,279,217 constraints (a partition of 2349 sectors), aux values as in a
 //!   real WindowPoSt 8 MiB partition: 0.5% zero, 0.4% one, the rest full width (Poseidon);
 //!   75.8% of aux variables in A and 72.4% in B.
+//! - `snap`: 81,049,499 constraints (one of a SnapDeals 32 GiB job's 16 partitions), values
+//!   and densities as `porep-measured`'s (a SnapDeals witness has PoRep's mix).
 //!
 //! The SRS is synthetic: 2^20 random G1 and 2^18 random G2 points repeated on the device to
 //! the query lengths (about 47 GB for PoRep).
@@ -21,8 +23,8 @@
 //! for byte; the run stops if it does not.
 //!
 //! Usage on a GPU machine:
-//! `gpu_partition_bench [--shape porep|porep-measured|window-post] [--log-m 27] [--check-log-m 16] [--runs 3] [--b-g2 device|host|both]
-//! [--upload staged|pageable|ahead|all] [--masks resident|fresh|both] [--profile msm|ntt|all] [--budgets 0,24,20,16]`
+//! `gpu_partition_bench [--shape porep|porep-measured|window-post|snap] [--log-m 27] [--check-log-m 16] [--runs 3] [--b-g2 device|host|both]
+//! [--upload staged|pageable|ahead|all] [--masks resident|fresh|both] [--profile msm|ntt|all] [--budgets 0,24,20,16] [--batch 10]`
 //! (`--log-m 0` skips the large run; `--masks fresh` makes the density masks for each partition instead of keeping
 //! them on the device between partitions, as the backend does; `--b-g2 host` computes
 //! B in G2 on the host's cores while the device works; `--upload pageable` copies the assignment
@@ -35,17 +37,19 @@
 //! proves the partition under each device memory budget (GiB; 0: this card as the engine
 //! plans it) with the bases streamed from page-locked host memory where they do not fit,
 //! printing the chunk, the bytes moved, the link's bandwidth and the driver's peak of device
-//! memory.
+//! memory; with `--batch K`, each streamed budget then also proves batches of K copies of
+//! the partition whose L, A and B bases cross the link once a batch.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::{Parameters, VerifyingKey};
 use blstrs::{Bls12, G2Affine, Scalar};
+use cuzk_engine::cuda::batch::prove_streamed_batch;
 use cuzk_engine::cuda::streamed::{HostSrs, Rings};
 use cuzk_engine::cuda::{prove_msms, DeviceSrs, PhaseTimes, Queries, QueryLens, Transfers};
 use cuzk_engine::kernels::testdata::{g1_points, g2_points};
-use cuzk_engine::kernels::{Staging, G1, G2};
+use cuzk_engine::kernels::{GpuDevice, Staging, G1, G2};
 use cuzk_engine::pce::{Assignment, Density};
 use cuzk_engine::{Backend, CpuBackend, CudaBackend, Srs};
 use ff::Field;
@@ -58,6 +62,8 @@ const POREP_CONSTRAINTS: u64 = 130_278_541;
 const POREP_LOG_M: u32 = 27;
 /// WindowPoSt 32 GiB: constraints per partition (2349 sectors), in the same domain.
 const WINDOW_POST_CONSTRAINTS: u64 = 125_279_217;
+/// SnapDeals 32 GiB: constraints of one of a job's 16 partitions, in the same domain.
+const SNAP_CONSTRAINTS: u64 = 81_049_499;
 /// Public inputs including ONE (PoRep 2 KiB has 40; the count barely matters here).
 const INPUTS: usize = 40;
 
@@ -70,13 +76,17 @@ enum Kind {
     PorepMeasured,
     /// WindowPoSt 32 GiB, values as measured on a real WindowPoSt 8 MiB partition.
     WindowPost,
+    /// SnapDeals 32 GiB (one of 16 partitions), values as `PorepMeasured`'s (a SnapDeals
+    /// witness has PoRep's mix).
+    Snap,
 }
 
 /// Each kind with its `--shape` name.
-const KINDS: [(Kind, &str); 3] = [
+const KINDS: [(Kind, &str); 4] = [
     (Kind::Porep, "porep"),
     (Kind::PorepMeasured, "porep-measured"),
     (Kind::WindowPost, "window-post"),
+    (Kind::Snap, "snap"),
 ];
 
 impl Kind {
@@ -108,6 +118,7 @@ impl Shape {
         let full = match kind {
             Kind::Porep | Kind::PorepMeasured => POREP_CONSTRAINTS,
             Kind::WindowPost => WINDOW_POST_CONSTRAINTS,
+            Kind::Snap => SNAP_CONSTRAINTS,
         };
         let constraints = (full << log_m >> POREP_LOG_M) as usize;
         // bellperson's rows for the inputs are part of the constraints
@@ -163,7 +174,7 @@ fn assignment(shape: Shape, seed: u64) -> Assignment {
             density(seed + 6, shape.aux, 99.7),
             density(seed + 7, shape.aux, 25.4),
         ),
-        Kind::PorepMeasured => {
+        Kind::PorepMeasured | Kind::Snap => {
             // per variable: its value, then whether B takes it (73% of the full-width ones,
             // 24% of the others: 25.4% in all, as in a 32 GiB partition)
             let vars = fill(seed + 1, shape.aux, |r| {
@@ -386,6 +397,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .collect::<Result<_, _>>()?,
     };
+    // --batch 10: after each streamed budget's single runs, batches of that many copies
+    let batch = arg(&args, "--batch", 1).max(1);
     let mut gpu = CudaBackend::open(0)?.with_step_timing(timing);
     println!(
         "# gpu_partition_bench on {} (PCI {}, {} GiB), {} CPU threads",
@@ -511,7 +524,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             b_g2: Arc::new(tile(&uniq_g2, q.b_g2)),
             vk: host_params(&assignment(Shape::new(kind, 10), 1), 1).vk,
         };
-        streamed_runs(&gpu, &host, &asg, &budgets, runs, &mut staging)?;
+        streamed_runs(&gpu, &host, &asg, (&budgets, batch), runs, &mut staging)?;
         return Ok(());
     }
     if ahead {
@@ -537,7 +550,7 @@ fn streamed_runs(
     gpu: &CudaBackend,
     host: &Parameters<Bls12>,
     asg: &Assignment,
-    budgets: &[u64],
+    (budgets, batch): (&[u64], usize),
     runs: usize,
     staging: &mut Staging,
 ) -> Result<(), Box<dyn std::error::Error>> {
@@ -659,7 +672,82 @@ fn streamed_runs(
             ms(walls[(walls.len() - 1) / 2]),
             residency
         );
+        if let (Some(rings), true) = (rings.as_mut(), batch > 1) {
+            batched_runs(dev, &pinned, rings, asg, (batch, runs), &name, staging)?;
+        }
     }
+    Ok(())
+}
+
+/// A batch of `batch` copies of the partition proved with the bases streamed once for the
+/// batch's L, A and B MSMs ([`prove_streamed_batch`]), `runs` times after a warm-up: wall
+/// time per partition, bytes moved, peak device memory.
+fn batched_runs(
+    dev: &GpuDevice,
+    pinned: &HostSrs,
+    rings: &mut Rings,
+    asg: &Assignment,
+    (batch, runs): (usize, usize),
+    name: &str,
+    staging: &mut Staging,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let q = pinned.queries().lens();
+    let n = asg.num_constraints();
+    let room = cuzk_engine::cuda::vram::batch_room(&q, n, rings.chunk());
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let mut per = Vec::new();
+    for run in 0..=runs {
+        dev.synchronize()?;
+        dev.reset_peak_memory()?;
+        let before = rings.bytes_moved();
+        let t = Instant::now();
+        // one copy of the assignment at a time: the batch keeps only each one's scalars
+        let items = (0..batch).map(|i| (asg.clone(), i));
+        let out = prove_streamed_batch(
+            dev,
+            pinned.queries(),
+            rings,
+            items,
+            Some(&mut *staging),
+            room,
+        )?;
+        let wall = t.elapsed();
+        let moved = rings.bytes_moved() - before;
+        let peak = dev.peak_memory()?.unwrap_or(0);
+        let sum = |f: fn(&PhaseTimes) -> Duration| out.iter().map(|(_, t)| f(t)).sum::<Duration>();
+        let label = if run == 0 {
+            "warm-up".to_string()
+        } else {
+            run.to_string()
+        };
+        println!(
+            "| {name} | batch of {batch} | 2^{} | {label} | {:.1} per partition | upload {:.1} | ntt {:.1} | msm_h {:.1} | msm_l {:.1} | msm_a {:.1} | msm_b {:.1} | {:.2} GB moved ({:.2} a partition) | peak {:.2} GiB | room {:.2} GiB |",
+            rings.chunk().trailing_zeros(),
+            ms(wall) / batch as f64,
+            ms(sum(|t| t.upload)) / batch as f64,
+            ms(sum(|t| t.ntt)) / batch as f64,
+            ms(sum(|t| t.msm_h)) / batch as f64,
+            ms(sum(|t| t.msm_l)) / batch as f64,
+            ms(sum(|t| t.msm_a)) / batch as f64,
+            ms(sum(|t| t.msm_b_g1)) / batch as f64,
+            moved as f64 / 1e9,
+            moved as f64 / 1e9 / batch as f64,
+            gib(peak),
+            gib(room)
+        );
+        if run > 0 {
+            per.push(wall / batch as u32);
+        }
+        let first = out.first().map(|(m, _)| m.l);
+        if out.len() != batch || out.iter().any(|(m, _)| Some(m.l) != first) {
+            return Err("the batch's copies of one partition gave different L sums".into());
+        }
+    }
+    per.sort();
+    println!(
+        "budget {name}: batches of {batch}: median of {runs} {:.1} ms per partition",
+        ms(per[(per.len() - 1) / 2])
+    );
     Ok(())
 }
 
@@ -786,13 +874,15 @@ mod tests {
             "{a} {b}"
         );
 
-        for kind in [Kind::PorepMeasured, Kind::WindowPost] {
+        for kind in [Kind::PorepMeasured, Kind::WindowPost, Kind::Snap] {
             let asg = assignment(Shape::new(kind, 10), 3);
             let srs = Srs::from_parameters(host_params(&asg, 1));
             let proof = CpuBackend.prove(&srs, asg, Scalar::ONE, Scalar::ONE, 0);
             assert!(proof.is_ok(), "{kind:?}: {proof:?}");
         }
         assert_eq!(Kind::parse(Some("window-post")), Ok(Kind::WindowPost));
+        assert_eq!(Kind::parse(Some("snap")), Ok(Kind::Snap));
+        assert_eq!(Shape::new(Kind::Snap, 27).constraints, 81_049_499);
         assert!(Kind::parse(Some("post")).is_err());
     }
 }

@@ -5,6 +5,8 @@
 //! | module | holds |
 //! |---|---|
 //! | [`partition`] | one partition: upload, H by NTTs, the five MSMs, per-phase times |
+//! | [`batch`] | partitions with streamed bases proved as a batch that shares each transfer |
+//! | [`streamed`] | parameters in page-locked host memory and the rings that stream them |
 //! | [`ntt`] | the H polynomial on the device (bellperson's conventions) |
 //! | [`masks`] | a circuit's A and B density masks on the device, kept between partitions |
 //! | [`resident`] | a circuit's bases on the device, the LRU set under a budget |
@@ -15,6 +17,7 @@
 //! between a lease and the device. It is `Send` (cudarc's device types are) so the actor's
 //! thread can own it.
 
+pub mod batch;
 pub mod masks;
 pub mod ntt;
 pub mod partition;
@@ -32,7 +35,7 @@ use cuzk_pce::Assignment;
 use tracing::info_span;
 
 use crate::error::{Error, Result};
-use crate::prover::{check_shape, Backend, Blinding, Upcoming};
+use crate::prover::{check_shape, Backend, BatchItem, Blinding, Upcoming};
 use crate::srs::Srs;
 pub use masks::QueryMasks;
 pub use partition::{
@@ -424,22 +427,7 @@ impl CudaBackend {
             }
             Residency::Streamed { chunk } => {
                 self.make_room_to_stream(plan.bytes);
-                if self.rings.as_ref().is_some_and(|r| r.chunk() != chunk) {
-                    if let Some(rings) = self.rings.take() {
-                        self.streamed_before += rings.bytes_moved();
-                    }
-                }
-                if self.rings.is_none() {
-                    let rings = streamed::Rings::new(&self.dev, chunk).map_err(|source| {
-                        self.device_error(
-                            format!(
-                                "partition {partition}: allocating the rings of streamed bases"
-                            ),
-                            source,
-                        )
-                    })?;
-                    self.rings = Some(rings);
-                }
+                self.ensure_rings(chunk, partition)?;
                 (None, streamed::host_srs(&self.dev, srs))
             }
         };
@@ -547,6 +535,109 @@ impl CudaBackend {
             residency = plan.residency.as_str(), streamed_bytes = self.bytes_streamed(),
             "partition proved");
         Ok((proof, times))
+    }
+
+    /// The rings for streamed bases in G1 chunks of `chunk` points, made (or made again,
+    /// for another chunk) when needed.
+    fn ensure_rings(&mut self, chunk: usize, partition: usize) -> Result<()> {
+        if self.rings.as_ref().is_some_and(|r| r.chunk() != chunk) {
+            if let Some(rings) = self.rings.take() {
+                self.streamed_before += rings.bytes_moved();
+            }
+        }
+        if self.rings.is_none() {
+            let rings = streamed::Rings::new(&self.dev, chunk).map_err(|source| {
+                self.device_error(
+                    format!("partition {partition}: allocating the rings of streamed bases"),
+                    source,
+                )
+            })?;
+            self.rings = Some(rings);
+        }
+        Ok(())
+    }
+
+    /// Proves a batch of `srs`'s partitions, as [`Backend::prove_batch`], with each one's
+    /// phase times. With streamed bases, the L, A and B bases cross the link once for the
+    /// batch ([`batch::prove_streamed_batch`]; each partition's times hold its share of those
+    /// phases); with resident bases the partitions are proved in turn.
+    pub fn prove_batch_timed(
+        &mut self,
+        srs: &Srs,
+        items: Vec<BatchItem>,
+    ) -> Result<Vec<(Proof<Bls12>, PhaseTimes)>> {
+        let Some(first) = items.first() else {
+            return Ok(Vec::new());
+        };
+        let (first_partition, n) = (first.partition, first.assignment.num_constraints());
+        for it in &items {
+            check_shape(&srs.params, &it.assignment, &srs.path.display().to_string())?;
+            if it.assignment.num_constraints() != n {
+                return Err(Error::Prover {
+                    partition: it.partition,
+                    backend: self.label.clone(),
+                    reason: "the partitions of a batch must have the same shape".into(),
+                });
+            }
+        }
+        let plan = self.plan(srs)?;
+        let Residency::Streamed { chunk } = plan.residency else {
+            return items
+                .into_iter()
+                .map(|it| self.prove_timed(srs, it.assignment, it.r, it.s, it.partition))
+                .collect();
+        };
+        self.last_residency = Some(plan.residency);
+        self.ahead = None; // an upload ahead is for a single partition's path
+        self.make_room_to_stream(plan.bytes);
+        self.ensure_rings(chunk, first_partition)?;
+        let host = streamed::host_srs(&self.dev, srs);
+        let queries = host.as_deref().map_or_else(
+            || streamed::HostQueries::of(&srs.params),
+            streamed::HostSrs::queries,
+        );
+        let room = vram::batch_room(&queries.lens(), n, chunk);
+        let (dev, label) = (&self.dev, &self.label);
+        let staging = self.staging.get_or_make(|| {
+            Staging::new(dev).map_err(|e| {
+                tracing::warn!(device = %label, error = %e,
+                "no page-locked staging memory: uploading from pageable memory")
+            })
+        });
+        let Some(rings) = self.rings.as_mut() else {
+            return Err(Error::Prover {
+                partition: first_partition,
+                backend: label.clone(),
+                reason: "streamed bases without rings".into(),
+            });
+        };
+        let params = &srs.params;
+        let keys: Vec<(Scalar, Scalar)> = items.iter().map(|it| (it.r, it.s)).collect();
+        let work = items.into_iter().map(|it| (it.assignment, it.partition));
+        // the witness-independent terms on a host thread, beside the kernels
+        let (proved, blindings) = std::thread::scope(|scope| {
+            let blindings = scope.spawn(move || {
+                keys.into_iter()
+                    .map(|(r, s)| Blinding::new(params, r, s))
+                    .collect::<Result<Vec<_>>>()
+            });
+            let proved = batch::prove_streamed_batch(dev, queries, rings, work, staging, room);
+            (proved, blindings.join())
+        });
+        let blindings = blindings.map_err(|_| Error::Prover {
+            partition: first_partition,
+            backend: self.label.clone(),
+            reason: "the thread computing the proofs' blinding terms panicked".into(),
+        })??;
+        let proved = proved?;
+        drop(host);
+        tracing::debug!(device = %self.label, partitions = proved.len(), chunk,
+            streamed_bytes = self.bytes_streamed(), "batch proved");
+        Ok(proved
+            .into_iter()
+            .zip(blindings)
+            .map(|((msm, times), b)| (b.assemble(&msm), times))
+            .collect())
     }
 
     /// Evicts resident circuits, least recently used first, until a streamed partition of
@@ -696,6 +787,11 @@ impl Backend for CudaBackend {
 
     fn preload(&mut self, srs: &Srs) -> Result<bool> {
         self.preload_bases(srs)
+    }
+
+    fn prove_batch(&mut self, srs: &Srs, batch: Vec<BatchItem>) -> Result<Vec<Proof<Bls12>>> {
+        self.prove_batch_timed(srs, batch)
+            .map(|v| v.into_iter().map(|(proof, _)| proof).collect())
     }
 
     fn memory_report(&self) -> Option<crate::prover::MemoryReport> {

@@ -116,7 +116,7 @@ fn phase_span(name: &'static str, device: PciId, partition: usize) -> Span {
 
 /// Runs `f` in the span of phase `name` (device and partition as fields), then waits for the
 /// device and adds the elapsed time to `slot`. Device errors get the phase as context.
-fn phase<T>(
+pub(super) fn phase<T>(
     dev: &GpuDevice,
     partition: usize,
     name: &'static str,
@@ -359,6 +359,11 @@ impl Uploaded {
         self.took
     }
 
+    /// The domain buffers a, b and c (each `None` for a domain of one point).
+    pub(super) fn into_domain(self) -> [Option<DeviceBuffer<Scalar>>; 3] {
+        [self.a, self.b, self.c]
+    }
+
     /// Device bytes held.
     pub fn num_bytes(&self) -> usize {
         [&self.a, &self.b, &self.c, &self.aux]
@@ -388,7 +393,7 @@ pub fn upload_assignment(
 
 /// As [`upload_assignment`]; without `with_aux` the aux values stay on the host (a
 /// partition with streamed bases uploads them after its H MSM, see [`prove_msms`]).
-fn upload_parts(
+pub(super) fn upload_parts(
     dev: &GpuDevice,
     asg: &Assignment,
     staging: Option<&mut Staging>,
@@ -815,7 +820,7 @@ pub fn prove_msms(
 /// handing gigabytes of pages back to the OS takes hundreds of milliseconds at 2^27, time in
 /// which the device would wait for its next partition. Small values (`bytes` below 64 MiB)
 /// are dropped here.
-fn release<T: Send + 'static>(v: T, bytes: usize) {
+pub(super) fn release<T: Send + 'static>(v: T, bytes: usize) {
     if bytes < 64 << 20 {
         return; // `v` dropped here
     }

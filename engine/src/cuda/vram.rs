@@ -151,6 +151,32 @@ pub const MIN_STREAM_CHUNK: usize = 1 << 16;
 /// only the three domain buffers and the transforms' tables.
 pub fn streamed_needed(q: &QueryLens, num_constraints: usize, chunk: usize) -> u64 {
     let m = num_constraints.max(1).next_power_of_two() as u64;
+    let top = if cuzk_kernels::ntt::uses_top_table(m.trailing_zeros()) {
+        NTT_TOP_TABLE_BYTES
+    } else {
+        0
+    };
+    NTT_TABLES_BYTES
+        + top
+        + super::streamed::Rings::bytes_for(chunk)
+        + q.mask_bytes()
+        + largest_streamed_phase(q, m, chunk)
+}
+
+/// Device bytes a batch of streamed partitions ([`super::batch`]) may give its partitions'
+/// scalars and bucket sums during the batched MSMs: the largest phase [`streamed_needed`]
+/// reserves (the domain buffers are freed by then), less one chunk's MSM scratch and its
+/// written-out scalars.
+pub fn batch_room(q: &QueryLens, num_constraints: usize, chunk: usize) -> u64 {
+    let m = num_constraints.max(1).next_power_of_two() as u64;
+    let g2_chunk = super::streamed::g2_chunk(chunk);
+    let scratch = msm_scratch_bytes::<G1>(chunk).max(msm_scratch_bytes::<G2>(g2_chunk));
+    largest_streamed_phase(q, m, chunk).saturating_sub(scratch + chunk as u64 * SCALAR_BYTES)
+}
+
+/// The largest of a streamed partition's phases (domain of `m` points), without the tables,
+/// rings and masks that last through all of them.
+fn largest_streamed_phase(q: &QueryLens, m: u64, chunk: usize) -> u64 {
     let domain = m * SCALAR_BYTES;
     let aux = q.l as u64 * SCALAR_BYTES;
     let a_scalars = q.a as u64 * SCALAR_BYTES;
@@ -165,16 +191,7 @@ pub fn streamed_needed(q: &QueryLens, num_constraints: usize, chunk: usize) -> u
         aux + b_scalars,
         b_scalars + g1(q.b_g1).max(g2(q.b_g2)),
     ];
-    let top = if cuzk_kernels::ntt::uses_top_table(m.trailing_zeros()) {
-        NTT_TOP_TABLE_BYTES
-    } else {
-        0
-    };
-    NTT_TABLES_BYTES
-        + top
-        + super::streamed::Rings::bytes_for(chunk)
-        + q.mask_bytes()
-        + phases.into_iter().max().unwrap_or(0)
+    phases.into_iter().max().unwrap_or(0)
 }
 
 /// How a device with `limit` bytes for leases proves a circuit with these queries and

@@ -921,6 +921,151 @@ fn msm_chunked_matches_blstrs() {
 /// three buffers, chunks that leave a short last chunk, a sub-range of the bases, a chunk of
 /// zero scalars, an offset into the scalars, G1 and G2. One ring serves several MSMs in a
 /// row, and counts the bytes it moved.
+/// Scalars shaped as a PoRep witness: about half zeros, half ones, a few full-width values.
+fn witness_mix(seed: u64, n: usize) -> Vec<Scalar> {
+    let full = scalars(seed, n);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5);
+    full.into_iter()
+        .map(|x| match rng.next_u64() % 100 {
+            0..=49 => Scalar::ZERO,
+            50..=96 => Scalar::ONE,
+            _ => x,
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ones_and_rest_expand_on_the_device_as_on_the_host() {
+    use cuzk_kernels::OnesAndRest;
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let n = 300_007;
+    let sc = witness_mix(seed, n);
+    let v = OnesAndRest::classify(&sc).unwrap();
+    assert_eq!(v.to_scalars(), sc);
+    let d = dev.upload_ones_and_rest(v.clone()).unwrap();
+    assert_eq!(d.len(), n);
+    // ranges at and off word boundaries, empty, whole, and a destination longer than needed
+    for range in [0..n, 0..64, 63..129, 1000..1000, 12_345..200_000, n - 5..n] {
+        let mut out = dev.upload(&vec![minus_one(); range.len() + 3]).unwrap();
+        dev.fr_expand(&d, range.clone(), &mut out).unwrap();
+        let got = dev.download(&out).unwrap();
+        assert_eq!(
+            &got[..range.len()],
+            &sc[range.clone()],
+            "{range:?} (seed {seed})"
+        );
+        assert!(
+            got[range.len()..].iter().all(|x| *x == minus_one()),
+            "past the range"
+        );
+    }
+    let mut small = dev.upload(&vec![Scalar::ZERO; 10]).unwrap();
+    assert!(
+        dev.fr_expand(&d, 0..11, &mut small).is_err(),
+        "destination too short"
+    );
+    assert!(
+        dev.fr_expand(&d, n - 5..n + 1, &mut small).is_err(),
+        "past the end"
+    );
+    // all zeros and nothing at all
+    for empty in [vec![Scalar::ZERO; 100], vec![]] {
+        let e = dev
+            .upload_ones_and_rest(OnesAndRest::classify(&empty).unwrap())
+            .unwrap();
+        let mut out = dev.upload(&vec![Scalar::ONE; empty.len().max(1)]).unwrap();
+        dev.fr_expand(&e, 0..empty.len(), &mut out).unwrap();
+        let got = dev.download(&out).unwrap();
+        assert_eq!(&got[..empty.len()], &empty[..]);
+    }
+    println!("ones and rest ok");
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn msm_streamed_batch_equals_one_msm_a_set() {
+    use cuzk_kernels::{BaseRing, OnesAndRest, PinnedPoints};
+    use std::sync::Arc;
+    let dev = device();
+    let seed = seed();
+    println!("seed {seed}");
+    let n = 150_001;
+    let pts = Arc::new(g1_points(seed, n));
+    let pinned = PinnedPoints::register(&dev, pts.clone()).unwrap();
+    // four sets: witness-shaped, all zeros, all full width, all ones
+    let mut sets = vec![
+        witness_mix(seed + 1, n),
+        vec![Scalar::ZERO; n],
+        scalars(seed + 2, n),
+        vec![Scalar::ONE; n],
+    ];
+    // a set whose first chunks are all zero, then witness-shaped
+    let mut late = witness_mix(seed + 3, n);
+    late[..70_000].fill(Scalar::ZERO);
+    sets.push(late);
+    let want: Vec<G1Projective> = sets.iter().map(|s| msm_g1_cpu(&pts, s)).collect();
+    let device_sets: Vec<_> = sets
+        .iter()
+        .map(|s| {
+            dev.upload_ones_and_rest(OnesAndRest::classify(s).unwrap())
+                .unwrap()
+        })
+        .collect();
+    let refs: Vec<_> = device_sets.iter().collect();
+    for (chunk, slots) in [(1usize << 15, 2usize), (40_000, 3), (n, 2)] {
+        let mut ring = BaseRing::<cuzk_kernels::G1>::new(&dev, chunk, slots).unwrap();
+        let got = dev
+            .msm_streamed_batch(pinned.as_slice(), 0..n, &refs, &mut ring)
+            .unwrap();
+        assert_eq!(got, want, "{slots} x {chunk} (seed {seed})");
+        // the bases crossed the link once for all five sets
+        assert_eq!(ring.bytes_moved(), (n * 96) as u64, "{slots} x {chunk}");
+    }
+    // a sub-range of the bases with sets of its length
+    let sub: Vec<Scalar> = witness_mix(seed + 4, 100_000);
+    let want_sub = msm_g1_cpu(&pts[1000..101_000], &sub);
+    let d_sub = dev
+        .upload_ones_and_rest(OnesAndRest::classify(&sub).unwrap())
+        .unwrap();
+    let mut ring = BaseRing::<cuzk_kernels::G1>::new(&dev, 1 << 14, 2).unwrap();
+    let got = dev
+        .msm_streamed_batch(pinned.as_slice(), 1000..101_000, &[&d_sub], &mut ring)
+        .unwrap();
+    assert_eq!(got, vec![want_sub], "sub-range (seed {seed})");
+    // a set of the wrong length is refused; no sets give no results
+    assert!(dev
+        .msm_streamed_batch(pinned.as_slice(), 0..n - 1, &refs, &mut ring)
+        .is_err());
+    assert!(dev
+        .msm_streamed_batch(pinned.as_slice(), 0..n, &[], &mut ring)
+        .unwrap()
+        .is_empty());
+
+    // G2
+    let m = 40_003;
+    let p2 = Arc::new(g2_points(seed + 5, m));
+    let pinned2 = PinnedPoints::register(&dev, p2.clone()).unwrap();
+    let s2 = [witness_mix(seed + 6, m), witness_mix(seed + 7, m)];
+    let want2: Vec<G2Projective> = s2.iter().map(|s| msm_g2_cpu(&p2, s)).collect();
+    let d2: Vec<_> = s2
+        .iter()
+        .map(|s| {
+            dev.upload_ones_and_rest(OnesAndRest::classify(s).unwrap())
+                .unwrap()
+        })
+        .collect();
+    let mut ring2 = BaseRing::<cuzk_kernels::G2>::new(&dev, 1 << 13, 2).unwrap();
+    let got2 = dev
+        .msm_streamed_batch(pinned2.as_slice(), 0..m, &[&d2[0], &d2[1]], &mut ring2)
+        .unwrap();
+    assert_eq!(got2, want2, "G2 (seed {seed})");
+    assert_eq!(ring2.bytes_moved(), (m * 192) as u64);
+    println!("batched streamed MSMs ok");
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn msm_streamed_from_host_equals_resident_and_blstrs() {

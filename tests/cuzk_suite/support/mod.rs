@@ -149,6 +149,34 @@ pub fn prove_on_backend(
     Ok(out)
 }
 
+/// A partition's assignment with its public inputs.
+pub type Synthesized = (cuzk::pce::Assignment, Vec<blstrs::Scalar>);
+
+/// `request`'s partitions synthesized through the PCE, with their public inputs, and its
+/// parameters: what a test hands to `Backend::prove_batch`.
+pub fn synthesized(
+    store: &SrsStore,
+    request: &cuzk::ProofRequest,
+) -> cuzk::Result<(std::sync::Arc<cuzk::Srs>, Vec<Synthesized>)> {
+    let plan = cuzk::circuits::plan(request)?;
+    let srs = store.get_by_identifier(request.proof, &plan.params_identifier)?;
+    let r1cs = store
+        .pce()
+        .get_or_record(&plan.shape_identity(), plan.blank)?;
+    let mut out = Vec::new();
+    for job in plan.partitions {
+        let asg = cuzk::synthesis::synthesize_partition(
+            job.circuit,
+            Some(&r1cs),
+            &job.public_inputs,
+            job.index,
+            None,
+        )?;
+        out.push((asg, job.public_inputs));
+    }
+    Ok((srs, out))
+}
+
 /// The oracle every backend is held to: `proof` (our proof bytes for `request` with fixed
 /// `r`, `s`: the partitions' proofs, concatenated) is byte-identical to bellperson 0.27's
 /// `create_proof` on the same circuits, each partition read back from the bytes verifies, a
