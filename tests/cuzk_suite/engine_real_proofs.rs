@@ -380,9 +380,11 @@ fn device_memory_budgets_admit_streamed_partitions_and_refuse_what_cannot_fit() 
         streamed.residency,
         cuzk::cuda::Residency::Streamed { chunk }
     );
-    assert_eq!(
-        streamed.shared, 0,
-        "streamed parameters are not held on the device"
+    // the rings and working memory serve all the circuit's partitions on a device, one at
+    // a time or batched; each lease adds its share of a batch
+    assert!(
+        streamed.shared > 0 && streamed.shared < streamed.bytes,
+        "{streamed:?}"
     );
     let resident = cuzk::cuda::lease_plan(&srs, u64::MAX, None).expect("plan");
     assert_eq!(resident.residency, cuzk::cuda::Residency::Resident);

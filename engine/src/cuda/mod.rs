@@ -63,15 +63,18 @@ pub fn usable_memory(total: u64, limit: Option<u64>) -> u64 {
 }
 
 /// What one partition of a circuit reserves on a device: how it reaches the bases, the
-/// bytes of the lease, and the part of them that is the resident bases (held once a device
-/// for all leases of the circuit; 0 when streamed).
+/// bytes of the lease, and the part of them held once a device for all the circuit's
+/// leases there (the resident bases and masks; with streamed bases, the rings and the
+/// working memory, which the device's partitions of the circuit use one at a time or as a
+/// batch).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeasePlan {
     /// Resident or streamed.
     pub residency: Residency,
     /// Device bytes a partition's lease reserves, the shared part included.
     pub bytes: u64,
-    /// The resident bases and masks, shared by the circuit's leases on a device.
+    /// The part shared by the circuit's leases on a device: resident bases and masks, or a
+    /// streamed circuit's rings and working memory.
     pub shared: u64,
 }
 
@@ -93,11 +96,16 @@ pub fn lease_plan(
             bytes: vram::vram_needed(&q, n),
             shared: q.resident_bytes(),
         },
-        Residency::Streamed { chunk } => LeasePlan {
-            residency,
-            bytes: vram::streamed_needed(&q, n, chunk),
-            shared: 0,
-        },
+        Residency::Streamed { chunk } => {
+            // a device proves its streamed partitions of a circuit one at a time or as a
+            // batch: the rings and the working memory serve them all
+            let working = vram::streamed_needed(&q, n, chunk);
+            LeasePlan {
+                residency,
+                bytes: working + vram::batch_share(&q, chunk),
+                shared: working,
+            }
+        }
     })
 }
 

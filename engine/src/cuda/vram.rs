@@ -174,6 +174,24 @@ pub fn batch_room(q: &QueryLens, num_constraints: usize, chunk: usize) -> u64 {
     largest_streamed_phase(q, m, chunk).saturating_sub(scratch + chunk as u64 * SCALAR_BYTES)
 }
 
+/// Device bytes the lease table counts for each partition of a streamed circuit beyond the
+/// working memory they share ([`super::LeasePlan::shared`]): what the partition adds to a
+/// batch's walks, its bucket sums between chunks and its L, A and B scalars as ones and
+/// rest, estimated with one scalar in 16 neither zero nor one (a PoRep witness has one in
+/// 77). For admission only: the batch itself groups its walks by what the scalars take
+/// ([`batch_room`]).
+pub fn batch_share(q: &QueryLens, chunk: usize) -> u64 {
+    let g2_chunk = super::streamed::g2_chunk(chunk);
+    let buckets = cuzk_kernels::msm_bucket_bytes::<G1>(chunk.min(q.l.max(q.a)))
+        .max(cuzk_kernels::msm_bucket_bytes::<G2>(g2_chunk.min(q.b_g2)));
+    let scalars = [q.l, q.a, q.b_g1]
+        .iter()
+        .map(|&n| cuzk_kernels::OnesAndRest::device_bytes_for(n, n / 16) as u64)
+        .max()
+        .unwrap_or(0);
+    buckets + scalars
+}
+
 /// The largest of a streamed partition's phases (domain of `m` points), without the tables,
 /// rings and masks that last through all of them.
 fn largest_streamed_phase(q: &QueryLens, m: u64, chunk: usize) -> u64 {
@@ -292,6 +310,33 @@ mod tests {
         // streaming needs less than resident, and more with a larger chunk
         assert!(streamed_needed(&q, n, 1 << 20) < vram_needed(&q, n));
         assert!(streamed_needed(&q, n, 1 << 22) > streamed_needed(&q, n, 1 << 20));
+        // at 16 GiB a batch of a whole C2's ten partitions walks the L, A and B bases once:
+        // their estimated scalars and bucket sums fit the room the largest phase leaves
+        let room = batch_room(&q, n, c16);
+        let share = batch_share(&q, c16);
+        assert!(share > 0 && share < gib, "{share}");
+        assert!(room >= 10 * share, "room {room}, share {share}");
+        assert!(room < streamed_needed(&q, n, c16));
+        let snap = QueryLens {
+            h: (1 << 27) - 1,
+            l: 80_978_488,
+            a: 80_743_586,
+            b_g1: 20_983_608,
+            b_g2: 20_983_608,
+        };
+        let ns = 81_049_499;
+        let Ok(Residency::Streamed { chunk: c20 }) = plan(&snap, ns, 19 * gib, 19 * gib, None)
+        else {
+            panic!("SnapDeals streams at 20 GiB")
+        };
+        // its chunk is larger, and so are a set's bucket sums: eight a walk, so that the
+        // job's 16 partitions walk those bases twice instead of 16 times
+        assert!(
+            batch_room(&snap, ns, c20) >= 8 * batch_share(&snap, c20),
+            "room {}, share {}, chunk {c20}",
+            batch_room(&snap, ns, c20),
+            batch_share(&snap, c20)
+        );
     }
 
     #[test]
