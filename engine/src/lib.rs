@@ -18,6 +18,7 @@
 //! | [`srs`] | parameter files: load once, share, generate test sizes atomically |
 //! | [`param_file`] | parameter files: version in names, atomic writes, read with the points decoded on every core |
 //! | [`recordings`] | the PCE store: recorded constraint systems, cached on disk |
+//! | [`domain`] | the H polynomial's evaluation domain, sized from the constraint count |
 //! | [`prover`] | the backend trait, shape checks, final proof assembly |
 //! | [`cpu`] | the CPU backend: NTT for H, multi-threaded MSMs |
 //! | [`cuda`] | the CUDA backend: H and MSMs on a GPU, parameters resident per device |
@@ -36,6 +37,7 @@ pub mod c1;
 pub mod circuits;
 pub mod cpu;
 pub mod cuda;
+pub mod domain;
 pub mod error;
 pub mod gen;
 pub mod kind;
