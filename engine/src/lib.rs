@@ -22,6 +22,7 @@
 //! | [`prover`] | the backend trait, shape checks, final proof assembly |
 //! | [`cpu`] | the CPU backend: NTT for H, multi-threaded MSMs |
 //! | [`cuda`] | the CUDA backend: H and MSMs on a GPU, parameters resident per device |
+//! | [`device_ops`] | the device-operation seam: H and each MSM behind one trait, a backend over it |
 //! | [`options`] | how proofs are made: r and s, verification, PCE or full synthesis |
 //! | [`synthesis`] | one partition's assignment, through the PCE or in full, checked |
 //! | [`verifier`] | proof bytes checked against a request |
@@ -37,6 +38,7 @@ pub mod c1;
 pub mod circuits;
 pub mod cpu;
 pub mod cuda;
+pub mod device_ops;
 pub mod domain;
 pub mod error;
 pub mod gen;
@@ -56,6 +58,7 @@ pub use cpu::CpuBackend;
 pub use cuda::CudaBackend;
 pub use cuzk_kernels as kernels;
 pub use cuzk_pce as pce;
+pub use device_ops::{DeviceOps, OpsBackend};
 pub use error::{Error, Result};
 pub use kind::{ProofKind, RegisteredProof, SectorSize};
 pub use options::{ProveOptions, Randomness};
