@@ -7,6 +7,7 @@
 //! | [`partition`] | one partition: upload, H by NTTs, the five MSMs, per-phase times |
 //! | [`ntt`] | the H polynomial on the device (bellperson's conventions) |
 //! | [`masks`] | a circuit's A and B density masks on the device, kept between partitions |
+//! | [`ops`] | the kernels one operation at a time behind the device-operation seam (`dual`) |
 //! | [`resident`] | a circuit's bases on the device, the LRU set under a budget |
 //! | [`vram`] | device memory accounting for the scheduler |
 //!
@@ -17,6 +18,7 @@
 
 pub mod masks;
 pub mod ntt;
+pub mod ops;
 pub mod partition;
 pub mod resident;
 pub mod streamed;
