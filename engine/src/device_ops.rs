@@ -4,8 +4,9 @@
 //! partition with any implementation, and [`OpsBackend`] makes one a [`Backend`].
 //!
 //! Implementations: [`crate::cpu::CpuOps`] (the CPU backend's NTT and MSMs; the CPU backend
-//! proves through it) and [`crate::cuda::ops::CudaOps`] (the kernels on one GPU, one
-//! operation at a time).
+//! proves through it), [`crate::cuda::ops::CudaOps`] (the kernels on one GPU, one operation at
+//! a time) and [`crate::dual::Dual`], which runs two implementations on every operation and
+//! fails on the first difference.
 //!
 //! Every operation returns exact values: the coefficients themselves (not up to a constant
 //! factor, as the CUDA backend's pipelined H is) and the group elements themselves, so two
