@@ -180,7 +180,9 @@ enum Cmd {
         #[arg(long = "kind")]
         kinds: Vec<String>,
         /// Which backend proves for cuzk: `auto` (GPU 0 when CUDA finds one, else the CPU),
-        /// `cpu` or `gpu` (an error when there is no GPU).
+        /// `cpu`, `gpu` (an error when there is no GPU), or `dual` (the CPU and GPU 0 on
+        /// every operation, compared, failing on the first difference: a debug backend,
+        /// slower than the CPU alone; an error when there is no GPU).
         #[arg(long, default_value = "auto")]
         backend: String,
         /// Measured runs per kind (after one warm-up).
@@ -873,6 +875,17 @@ fn bench_backend(choice: &str) -> Result<(Box<dyn cuzk::Backend>, String)> {
     };
     match choice {
         "cpu" => Ok(cpu()),
+        "dual" => {
+            let b = cuzk::DualBackend::open(0)?;
+            let gpu = b.ops().second();
+            let line = format!(
+                "dual: CPU, {} threads, and GPU {} (PCI {}), compared on every operation",
+                rayon_threads(),
+                gpu.device_name(),
+                gpu.device().pci_id()
+            );
+            Ok((Box::new(b), line))
+        }
         "gpu" | "auto" => match cuzk::CudaBackend::open(0) {
             Ok(b) => {
                 let line = format!("GPU {} (PCI {})", b.device_name(), b.pci_id());
@@ -885,7 +898,7 @@ fn bench_backend(choice: &str) -> Result<(Box<dyn cuzk::Backend>, String)> {
             Err(e) => Err(e),
         },
         other => Err(Error::InvalidRequest(format!(
-            "--backend {other}: expected auto, cpu or gpu"
+            "--backend {other}: expected auto, cpu, gpu or dual"
         ))),
     }
 }
@@ -901,8 +914,16 @@ fn bench(
     let choice = backend;
     let (mut backend, backend_line) = bench_backend(choice)?;
     let rep = Reporter::new();
+    // dual has opened a GPU: missing parameters are made there too
+    let products = if choice == "dual" { "gpu" } else { choice };
     for kind in kinds {
-        ensure_params(store, RegisteredProof::latest(*kind, size), 1, choice, &rep)?;
+        ensure_params(
+            store,
+            RegisteredProof::latest(*kind, size),
+            1,
+            products,
+            &rep,
+        )?;
     }
     rep.step("generating inputs");
     let inputs = cuzk::gen::generate(size, &std::env::temp_dir(), 1)?;

@@ -260,6 +260,7 @@ pub type VramEstimate = Arc<dyn Fn(&Srs, u64) -> u64 + Send + Sync>;
 /// are as `CUDA_VISIBLE_DEVICES` made them for this process and are used only right here,
 /// at start-up).
 pub struct CudaDriver {
+    name: &'static str,
     opener: Option<GpuOpener>,
     vram: Option<VramEstimate>,
     shared: Option<VramEstimate>,
@@ -272,6 +273,7 @@ impl CudaDriver {
     /// with a clear error), `vram` says what a partition of a circuit reserves.
     pub fn new(opener: Option<GpuOpener>, vram: Option<VramEstimate>) -> Self {
         CudaDriver {
+            name: "cuda",
             opener,
             vram,
             shared: None,
@@ -304,6 +306,13 @@ impl CudaDriver {
         self
     }
 
+    /// Names the driver in logs, errors and status (`"cuda"` by default): the engine's
+    /// `dual` driver is this driver opening another backend.
+    pub fn with_name(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+
     /// Whether this build can prove on GPUs.
     pub fn can_prove(&self) -> bool {
         self.opener.is_some()
@@ -312,7 +321,7 @@ impl CudaDriver {
 
 impl DeviceDriver for CudaDriver {
     fn name(&self) -> &'static str {
-        "cuda"
+        self.name
     }
 
     fn discover(&self) -> Result<Vec<DeviceInfo>> {

@@ -38,6 +38,11 @@ pub enum DeviceChoice {
     /// These GPUs (by PCI address or UUID; an ordinal is resolved once, at start). Empty:
     /// every GPU found. An error when none is found.
     Gpus(Vec<DeviceSelector>),
+    /// These GPUs (as [`DeviceChoice::Gpus`]), each proving through the `dual` backend
+    /// ([`cuzk_engine::DualBackend`]): every operation on the CPU and on the GPU, compared
+    /// before the next one; a difference fails the partition, naming the operation. A debug
+    /// backend, slower than the CPU alone. An error when no GPU is found.
+    Dual(Vec<DeviceSelector>),
     /// Devices of another driver (mock devices for simulations), selected as above.
     Driver(Arc<dyn DeviceDriver>, Vec<DeviceSelector>),
 }
@@ -55,6 +60,7 @@ impl std::fmt::Debug for DeviceChoice {
             DeviceChoice::Auto => f.write_str("Auto"),
             DeviceChoice::Cpu => f.write_str("Cpu"),
             DeviceChoice::Gpus(s) => write!(f, "Gpus({s:?})"),
+            DeviceChoice::Dual(s) => write!(f, "Dual({s:?})"),
             DeviceChoice::Driver(d, s) => write!(f, "Driver({}, {s:?})", d.name()),
         }
     }
@@ -351,7 +357,7 @@ pub struct Engine {
 /// thread; a lease reserves the backend's own plan for the circuit on that device (resident
 /// bases + working memory, or streamed bases + their rings and working memory).
 pub fn cuda_driver(config: &EngineConfig) -> CudaDriver {
-    use cuzk_engine::cuda::{lease_plan, CudaBackend};
+    use cuzk_engine::cuda::CudaBackend;
     let (limit, chunk) = (config.gpu_memory_limit, config.gpu_stream_chunk);
     let opener: crate::driver::GpuOpener = Arc::new(move |ordinal| {
         let backend = CudaBackend::open(ordinal)?
@@ -359,6 +365,32 @@ pub fn cuda_driver(config: &EngineConfig) -> CudaDriver {
             .with_stream_chunk(chunk);
         Ok(Box::new(backend) as Box<dyn cuzk_engine::Backend>)
     });
+    gpu_driver(config, opener).with_pipeline_depth(config.gpu_pipeline_depth)
+}
+
+/// The `dual` driver: the CUDA driver's GPUs, each proving through
+/// [`cuzk_engine::DualBackend`] (the CPU and the GPU on every operation, compared). Its
+/// leases reserve what the CUDA backend's do; one lease a device at a time, since the dual
+/// backend uploads nothing ahead.
+pub fn dual_driver(config: &EngineConfig) -> CudaDriver {
+    use cuzk_engine::cuda::ops::CudaOps;
+    let (limit, chunk) = (config.gpu_memory_limit, config.gpu_stream_chunk);
+    let opener: crate::driver::GpuOpener = Arc::new(move |ordinal| {
+        let gpu = CudaOps::open(ordinal)?
+            .with_memory_limit(limit)
+            .with_stream_chunk(chunk);
+        Ok(Box::new(cuzk_engine::DualBackend::with_gpu(gpu)) as Box<dyn cuzk_engine::Backend>)
+    });
+    gpu_driver(config, opener)
+        .with_pipeline_depth(1)
+        .with_name("dual")
+}
+
+/// A driver of the CUDA devices proving with the backends `opener` opens, their leases
+/// reserving the CUDA backend's plan for a circuit.
+fn gpu_driver(config: &EngineConfig, opener: crate::driver::GpuOpener) -> CudaDriver {
+    use cuzk_engine::cuda::lease_plan;
+    let (limit, chunk) = (config.gpu_memory_limit, config.gpu_stream_chunk);
     // what does not fit even streamed reserves more than any device has: refused at
     // preparation, naming the bytes
     let vram = Arc::new(move |srs: &cuzk_engine::Srs, usable: u64| {
@@ -371,7 +403,6 @@ pub fn cuda_driver(config: &EngineConfig) -> CudaDriver {
     });
     CudaDriver::new(Some(opener), Some(vram))
         .with_shared_vram(shared)
-        .with_pipeline_depth(config.gpu_pipeline_depth)
         .with_memory_limit(limit)
 }
 
@@ -405,10 +436,18 @@ impl Engine {
                     }
                 }
                 DeviceChoice::Gpus(sel) => (Arc::new(cuda_driver(&config)), sel.clone()),
+                DeviceChoice::Dual(sel) => (Arc::new(dual_driver(&config)), sel.clone()),
                 DeviceChoice::Driver(d, sel) => (d.clone(), sel.clone()),
             };
         let discovered = driver.discover()?;
         let devices = resolve(&selectors, &discovered)?;
+        if devices.is_empty() && matches!(config.devices, DeviceChoice::Dual(_)) {
+            return Err(Error::NoDevice(
+                "the dual backend checks a CUDA device against the CPU, and no CUDA device \
+                 was found"
+                    .into(),
+            ));
+        }
         if devices.is_empty() {
             return Err(Error::NoDevice(format!(
                 "the {} driver found no device",
@@ -483,7 +522,7 @@ impl Engine {
         &self.inner.devices
     }
 
-    /// The driver in use ("cpu", "cuda", "mock").
+    /// The driver in use ("cpu", "cuda", "dual", "mock").
     pub fn driver_name(&self) -> &'static str {
         self.inner.driver_name
     }

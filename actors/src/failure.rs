@@ -61,7 +61,8 @@ impl FailureCause {
                 FailureCause::Params
             }
             E::Synthesis { .. } => FailureCause::Synthesis,
-            E::Prover { .. } | E::Device { .. } => FailureCause::Device,
+            // a device whose result differs from the CPU's (the dual backend) is faulty
+            E::Prover { .. } | E::Device { .. } | E::Mismatch { .. } => FailureCause::Device,
             E::VerificationFailed { .. } => FailureCause::Verification,
         }
     }

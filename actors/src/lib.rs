@@ -11,7 +11,7 @@
 //! |---|---|
 //! | [`engine`] | the [`Engine`] handle users embed, its configuration and reports |
 //! | [`device`] | physical device identity, configuration selectors, resolution |
-//! | [`driver`] | device drivers: discovery, opening on the device thread, proving (CPU, CUDA) |
+//! | [`driver`] | device drivers: discovery, opening on the device thread, proving (CPU, CUDA, dual) |
 //! | [`mock`] | mock devices for simulation tests, recording every interval they run |
 //! | [`lease`] | the lease table: one GPU phase per device, VRAM reservations |
 //! | [`scheduler`] | the scheduler's state machine: priorities, retries, quarantine, timeouts |
@@ -40,9 +40,9 @@ pub mod work;
 pub use device::{DeviceId, DeviceInfo, DeviceSelector, PciAddress};
 pub use driver::{DeviceDriver, DeviceFault, DeviceWorker};
 pub use engine::{
-    cuda_driver, DeviceChoice, DeviceStatus, Engine, EngineConfig, EngineStatus, JobHook,
-    JobReport, JobResult, JobTimings, QueueStatus, ReportOutcome, SrsStatus, SubmitOptions,
-    Submitted, DEFAULT_SYNTHESIS_NICENESS, MAX_SYNTHESIS_NICENESS,
+    cuda_driver, dual_driver, DeviceChoice, DeviceStatus, Engine, EngineConfig, EngineStatus,
+    JobHook, JobReport, JobResult, JobTimings, QueueStatus, ReportOutcome, SrsStatus,
+    SubmitOptions, Submitted, DEFAULT_SYNTHESIS_NICENESS, MAX_SYNTHESIS_NICENESS,
 };
 pub use error::{Error, Result};
 pub use failure::{Failure, FailureCause};

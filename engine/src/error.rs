@@ -72,6 +72,23 @@ pub enum Error {
         source: Box<cuzk_kernels::Error>,
     },
 
+    /// Two implementations of a device operation gave different results (the `dual`
+    /// backend runs both on every operation): the partition stopped at that operation, no
+    /// later one ran, and no proof was returned.
+    #[error("partition {partition}: {op} differs between {first} and {second}: {detail}; no proof was returned")]
+    Mismatch {
+        /// Partition index within the proof.
+        partition: usize,
+        /// The operation ("H coefficients (NTT)", "L MSM", ...).
+        op: &'static str,
+        /// The implementation whose result is the reference (its name).
+        first: String,
+        /// The implementation checked against it.
+        second: String,
+        /// What differed: the first differing coefficient and both values, or both points.
+        detail: String,
+    },
+
     /// A proof was computed but does not verify: it is never returned.
     #[error("proof does not verify ({what}); it was not returned")]
     VerificationFailed {

@@ -1,6 +1,7 @@
 //! cuzk's engine: what to prove and how. Proof kinds and requests, Filecoin circuit
 //! builders, the SRS store, and Groth16 from assignments behind a device-backend trait
-//! (the CPU backend, and the CUDA backend on NVIDIA GPUs).
+//! (the CPU backend, the CUDA backend on NVIDIA GPUs, and `dual`, which checks a GPU against
+//! the CPU operation by operation).
 //!
 //! These are the steps of a proof, not a way to prove requests: the runtime (`cuzk-actors`'
 //! `Engine`) plans a request here, loads its parameters, synthesises each partition
@@ -18,9 +19,12 @@
 //! | [`srs`] | parameter files: load once, share, generate test sizes atomically |
 //! | [`param_file`] | parameter files: version in names, atomic writes, read with the points decoded on every core |
 //! | [`recordings`] | the PCE store: recorded constraint systems, cached on disk |
+//! | [`domain`] | the H polynomial's evaluation domain, sized from the constraint count |
 //! | [`prover`] | the backend trait, shape checks, final proof assembly |
 //! | [`cpu`] | the CPU backend: NTT for H, multi-threaded MSMs |
 //! | [`cuda`] | the CUDA backend: H and MSMs on a GPU, parameters resident per device |
+//! | [`device_ops`] | the device-operation seam: H and each MSM behind one trait, a backend over it |
+//! | [`dual`] | the `dual` backend: two implementations on every operation, failing on a difference |
 //! | [`options`] | how proofs are made: r and s, verification, PCE or full synthesis |
 //! | [`synthesis`] | one partition's assignment, through the PCE or in full, checked |
 //! | [`verifier`] | proof bytes checked against a request |
@@ -36,6 +40,9 @@ pub mod c1;
 pub mod circuits;
 pub mod cpu;
 pub mod cuda;
+pub mod device_ops;
+pub mod domain;
+pub mod dual;
 pub mod error;
 pub mod gen;
 pub mod kind;
@@ -54,6 +61,8 @@ pub use cpu::CpuBackend;
 pub use cuda::CudaBackend;
 pub use cuzk_kernels as kernels;
 pub use cuzk_pce as pce;
+pub use device_ops::{DeviceOps, OpsBackend};
+pub use dual::{Dual, DualBackend};
 pub use error::{Error, Result};
 pub use kind::{ProofKind, RegisteredProof, SectorSize};
 pub use options::{ProveOptions, Randomness};

@@ -133,7 +133,7 @@ pub struct MsmResults {
 /// Checks that the assignment has the shape the parameters were generated for, so that a
 /// parameter file of another circuit is refused instead of producing a bad proof.
 pub fn check_shape(params: &Parameters<Bls12>, asg: &Assignment, srs_name: &str) -> Result<()> {
-    let m = crate::cpu::ntt::Domain::for_size(asg.num_constraints())?.m;
+    let m = crate::domain::Domain::for_size(asg.num_constraints())?.m;
     let checks = [
         ("inputs (vk.ic)", params.vk.ic.len(), asg.input.len()),
         ("H query", params.h.len(), m - 1),

@@ -129,7 +129,8 @@ pub enum LogFormat {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DevicesSection {
-    /// `auto` (every GPU found, else the CPU), `gpu` (GPUs only: fail without one) or `cpu`.
+    /// `auto` (every GPU found, else the CPU), `gpu` (GPUs only: fail without one), `cpu`,
+    /// or `dual` (the GPUs, each checked against the CPU on every operation: debugging).
     pub backend: Backend,
     /// GPUs by PCI id (`0000:41:00`) or UUID (`GPU-...`); empty = every GPU found. Ordinals
     /// are accepted and resolved to a PCI id once, at start.
@@ -174,6 +175,10 @@ pub enum Backend {
     Gpu,
     /// The CPU only.
     Cpu,
+    /// The GPUs, each operation of every partition run on the CPU too and compared; a
+    /// difference fails the partition, naming the operation. For debugging a device: slower
+    /// than the CPU alone. Fails to start without a GPU.
+    Dual,
 }
 
 /// `[memory]`: budgets.
@@ -593,6 +598,19 @@ mod tests {
         assert_eq!(c.devices.gpus.len(), 2);
         assert_eq!(c.memory.host_budget, ByteSize(64 << 30));
         assert_eq!(c.limits.job_timeout_secs, 90);
+    }
+
+    #[test]
+    fn the_dual_backend_is_a_choice_of_the_file_and_the_environment() {
+        let c = DaemonConfig::parse("[devices]\nbackend = \"dual\"\n", "t", no_env).unwrap();
+        assert_eq!(c.devices.backend, Backend::Dual);
+        let env = |k: &str| (k == "CUZK_BACKEND").then(|| "dual".to_string());
+        let c = DaemonConfig::parse("", "t", env).unwrap();
+        assert_eq!(c.devices.backend, Backend::Dual);
+        let e = DaemonConfig::parse("[devices]\nbackend = \"tpu\"\n", "f.toml", no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tpu") && e.contains("dual"), "{e}");
     }
 
     #[test]

@@ -333,6 +333,7 @@ pub fn engine_config(
         (Backend::Cpu, _) => DeviceChoice::Cpu,
         (Backend::Auto, true) => DeviceChoice::Auto,
         (Backend::Auto | Backend::Gpu, _) => DeviceChoice::Gpus(selectors),
+        (Backend::Dual, _) => DeviceChoice::Dual(selectors),
     };
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())

@@ -147,3 +147,30 @@ fn bench_refuses_an_unknown_backend_before_any_work() {
         "{err}"
     );
 }
+
+/// `cuzk bench --backend dual` without a CUDA device: a one-line error naming the device,
+/// before any work, never a panic.
+#[test]
+fn bench_backend_dual_without_a_device_is_a_clear_error() {
+    if cuzk::kernels::driver_present() {
+        return; // a GPU machine: gpu_proofs::bench_backend_dual_proves_every_kind runs
+    }
+    let _cores = support::cores_shared();
+    let out = cuzk()
+        .args(["bench", "--backend", "dual"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("error: device cuda:0") && l.contains("driver")),
+        "{err}"
+    );
+    assert!(
+        !err.contains("parameters") && !err.contains("generating"),
+        "{err}"
+    );
+}

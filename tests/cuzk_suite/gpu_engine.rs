@@ -84,6 +84,38 @@ fn engine_proves_every_kind_on_the_gpus_like_the_cpu() {
     assert_eq!(tracks.len(), gpus, "{tracks:?}");
 }
 
+/// An engine on the `dual` driver (the daemon's `devices.backend = "dual"`): the GPUs, every
+/// operation checked against the CPU, prove each kind at 2 KiB with the proof the CPU
+/// backend gives the same partitions, verified.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_dual_engine_proves_every_kind_like_the_cpu() {
+    let (r, s) = (Scalar::from(7u64), Scalar::from(11u64));
+    let mut cfg = EngineConfig::new(support::params_dir());
+    cfg.devices = DeviceChoice::Dual(Vec::new());
+    cfg.prove = ProveOptions {
+        randomness: Randomness::Fixed(r, s),
+        verify: true,
+        pce: true,
+    };
+    let engine = Engine::start(cfg).expect("a dual engine starts");
+    assert_eq!(engine.driver_name(), "dual");
+    for k in ProofKind::ALL {
+        let store = support::store_with(k);
+        let req = support::inputs().get(k);
+        let res = engine
+            .prove(req, SubmitOptions::default())
+            .unwrap_or_else(|e| panic!("{k}: {e}"));
+        assert!(res.verified, "{k}");
+        let cpu = support::prove_on_backend(&store, &mut CpuBackend, req, r, s).expect("CPU");
+        assert_eq!(
+            res.proof, cpu.bytes,
+            "{k}: dual engine and CPU backend differ"
+        );
+    }
+    engine.shutdown(Duration::from_secs(10)).expect("shutdown");
+}
+
 /// A non-interactive PoRep's 13 partitions proved on the GPUs and aggregated: filecoin-proofs'
 /// `verify_seal` accepts the aggregate (see `support::non_interactive_porep_round_trip`).
 #[test]

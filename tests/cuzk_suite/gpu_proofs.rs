@@ -3,6 +3,8 @@
 //! for synthetic circuits of many shapes (no public input, a domain of one point, sizes
 //! around powers of two), with B in G2 on the device or on the host, and they verify. Parameters stay resident between proofs; under a
 //! small budget the least recently used circuit is evicted and the proofs do not change.
+//! Through the `dual` backend (the library's, and `cuzk bench --backend dual`) every
+//! operation of every kind agrees with the CPU's.
 //!
 //! Run on a GPU machine (parameters are generated into `$CUZK_TEST_PARAMS` on first use):
 //! `CUZK_TEST_PARAMS=/tmp/p cuzk_suite gpu_proofs:: --include-ignored --test-threads=1
@@ -611,4 +613,83 @@ fn synthetic_circuits_with_streamed_parameters_match_the_cpu() {
     )
     .expect_err("nothing fits 1 KiB");
     assert!(err.to_string().contains("bytes of device memory"), "{err}");
+}
+
+/// Every kind at 2 KiB through the `dual` backend (each operation of every partition on the
+/// CPU and on GPU 0, compared before the next): no operation differs, and the proofs are the
+/// CPU backend's, byte for byte, and verify. Once with the parameters resident (one dual
+/// backend for all four kinds), once streamed in chunks of 1000 points.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn every_kind_through_the_dual_backend_is_the_cpus_proof() {
+    let (r, s) = (Scalar::from(0xd0a1_u64), Scalar::from(0xcafe_u64));
+    let mut dual = cuzk::DualBackend::open(0).unwrap_or_else(|e| panic!("{e}"));
+    let name = cuzk::Backend::name(&dual);
+    assert!(name.starts_with("dual(cpu, "), "{name}");
+    for kind in ProofKind::ALL {
+        let store = support::store_with(kind);
+        let request = support::inputs().get(kind);
+        let cpu = support::prove_on_backend(&store, &mut CpuBackend, request, r, s).expect("CPU");
+        let streamed = cuzk::cuda::ops::CudaOps::open(0)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_stream_chunk(Some(1000));
+        let mut dual_streamed = cuzk::DualBackend::with_gpu(streamed);
+        for (how, backend) in [("resident", &mut dual), ("streamed", &mut dual_streamed)] {
+            // each partition's proof is verified by prove_on_backend
+            let out = support::prove_on_backend(&store, backend, request, r, s)
+                .unwrap_or_else(|e| panic!("{kind}, {how}: {e}"));
+            assert_eq!(
+                hex::encode(&out.bytes),
+                hex::encode(&cpu.bytes),
+                "{kind}, {how}: dual and CPU proofs differ"
+            );
+            println!(
+                "{kind}, {how}: {} partition(s) through {name} in {:.3?} (CPU alone {:.3?})",
+                out.partitions, out.prove, cpu.prove
+            );
+        }
+    }
+}
+
+/// The `cuzk` binary: where cargo built it, else beside this test binary (where
+/// `.ci/device-suite` stages both).
+fn cuzk_cli() -> std::process::Command {
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_cuzk"));
+    let staged = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("cuzk")));
+    let exe = match staged {
+        Some(staged) if !built.exists() => staged,
+        _ => built,
+    };
+    let mut c = std::process::Command::new(exe);
+    c.arg("--params-dir").arg(support::params_dir());
+    c
+}
+
+/// `cuzk bench --backend dual` proves the four kinds at 2 KiB on the CPU and GPU 0, every
+/// operation compared, and each proof is bellperson's.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn bench_backend_dual_proves_every_kind() {
+    let out = cuzk_cli()
+        .args(["bench", "--backend", "dual", "--runs", "1"])
+        .args(["--kind", "winning-post", "--kind", "window-post"])
+        .args(["--kind", "snap-deals", "--kind", "porep-c2"])
+        .output()
+        .expect("cuzk runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("cuzk proves on: dual: CPU"), "{text}");
+    // the first table's rows end with whether the proofs were bellperson's
+    let identical = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.contains("KiB") && l.ends_with("| yes |"))
+        .count();
+    assert_eq!(identical, 4, "{text}");
 }

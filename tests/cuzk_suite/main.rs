@@ -16,6 +16,7 @@ mod cli;
 mod daemon;
 mod daemon_hostile;
 mod daemon_python;
+mod dual_backend;
 mod engine_real_proofs;
 mod gpu_engine;
 mod gpu_proofs;

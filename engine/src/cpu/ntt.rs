@@ -14,35 +14,9 @@ use cuzk_kernels::ntt::omega;
 
 use crate::error::{Error, Result};
 
-/// An evaluation domain of size `2^log_m`.
-#[derive(Clone, Debug)]
-pub struct Domain {
-    /// log2 of the size.
-    pub log_m: u32,
-    /// The size.
-    pub m: usize,
-    /// Primitive m-th root of unity.
-    pub omega: Scalar,
-}
-
-impl Domain {
-    /// The smallest domain holding `n` points. Errors past Fr's 2-adicity (2^32).
-    pub fn for_size(n: usize) -> Result<Self> {
-        let m = n.max(1).next_power_of_two();
-        let log_m = m.trailing_zeros();
-        if log_m >= Scalar::S {
-            return Err(Error::InvalidRequest(format!(
-                "circuit of {n} constraints exceeds the largest NTT domain (2^{})",
-                Scalar::S - 1
-            )));
-        }
-        Ok(Domain {
-            log_m,
-            m,
-            omega: omega(log_m),
-        })
-    }
-}
+/// The domain these transforms run over (defined in [`crate::domain`], which the shape
+/// checks use without depending on the CPU backend).
+pub use crate::domain::Domain;
 
 /// `[1, w, w^2, ..., w^(len-1)]`, computed in parallel chunks.
 pub(crate) fn powers(w: Scalar, len: usize) -> Vec<Scalar> {

@@ -9,6 +9,7 @@
 //! | [`streamed`] | parameters in page-locked host memory and the rings that stream them |
 //! | [`ntt`] | the H polynomial on the device (bellperson's conventions) |
 //! | [`masks`] | a circuit's A and B density masks on the device, kept between partitions |
+//! | [`ops`] | the kernels one operation at a time behind the device-operation seam (`dual`) |
 //! | [`resident`] | a circuit's bases on the device, the LRU set under a budget |
 //! | [`vram`] | device memory accounting for the scheduler |
 //!
@@ -20,6 +21,7 @@
 pub mod batch;
 pub mod masks;
 pub mod ntt;
+pub mod ops;
 pub mod partition;
 pub mod resident;
 pub mod streamed;

@@ -31,7 +31,8 @@ use rand_core::RngCore;
 use rayon::prelude::*;
 use tracing::info_span;
 
-use crate::cpu::ntt::{powers, Domain, Twiddles};
+use crate::cpu::ntt::{powers, Twiddles};
+use crate::domain::Domain;
 use assembly::{Assembly, Terms};
 use fixed_base::FixedBase;
 

@@ -34,7 +34,8 @@ use tracing::info_span;
 use super::fixed_base::FixedBase;
 use super::products::{OnDevice, Products, ProductsOn};
 use super::ParamGenerator;
-use crate::cpu::ntt::{powers, Domain, Twiddles};
+use crate::cpu::ntt::{powers, Twiddles};
+use crate::domain::Domain;
 use cuzk_kernels::layout::DeviceElem;
 
 /// Scalars multiplied and written per chunk (96 MiB of G1 points; small in unit tests, so
