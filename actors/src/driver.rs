@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
-use cuzk_engine::{Backend, CpuBackend, Srs, Upcoming};
+use cuzk_engine::{Backend, BatchItem, CpuBackend, Srs, Upcoming};
 
 use crate::device::{DeviceId, DeviceInfo, PciAddress};
 use crate::error::{Error, Result};
@@ -79,6 +79,24 @@ pub trait DeviceWorker {
     /// ([`cuzk_engine::MemoryReport`]); `None` by default (no device memory to speak of).
     fn memory_report(&self) -> Option<cuzk_engine::MemoryReport> {
         None
+    }
+
+    /// How many partitions of `srs`'s circuit this worker proves best as one
+    /// [`DeviceWorker::prove_batch`] (a GPU streaming the circuit's parameters shares each
+    /// transfer among them); 1 by default. The device actor batches the leases it holds.
+    fn batch_limit(&self, srs: &Srs) -> usize {
+        let _ = srs;
+        1
+    }
+
+    /// Proves several partitions of one circuit together: one result each, in the order
+    /// given, each what [`DeviceWorker::prove`] would have returned for it. One by one by
+    /// default.
+    fn prove_batch(
+        &mut self,
+        works: Vec<PartitionWork>,
+    ) -> Vec<std::result::Result<Proved, DeviceFault>> {
+        works.into_iter().map(|w| self.prove(w, None)).collect()
     }
 }
 
@@ -199,6 +217,69 @@ impl DeviceWorker for BackendWorker {
 
     fn memory_report(&self) -> Option<cuzk_engine::MemoryReport> {
         self.backend.memory_report()
+    }
+
+    fn batch_limit(&self, srs: &Srs) -> usize {
+        self.backend.batch_limit(srs).max(1)
+    }
+
+    fn prove_batch(
+        &mut self,
+        works: Vec<PartitionWork>,
+    ) -> Vec<std::result::Result<Proved, DeviceFault>> {
+        let k = works.len();
+        let all = |f: DeviceFault| (0..k).map(|_| Err(f.clone())).collect::<Vec<_>>();
+        let mut circuit: Option<Arc<Srs>> = None;
+        let mut items = Vec::with_capacity(k);
+        for w in works {
+            match w.payload {
+                Payload::Proof {
+                    srs,
+                    assignment,
+                    r,
+                    s,
+                    ..
+                } => {
+                    if circuit.as_ref().is_some_and(|c| c.id() != srs.id()) {
+                        return all(DeviceFault::WrongAnswer(
+                            "a batch must hold partitions of one circuit".into(),
+                        ));
+                    }
+                    circuit.get_or_insert(srs);
+                    items.push(BatchItem {
+                        assignment,
+                        r,
+                        s,
+                        partition: w.partition,
+                    });
+                }
+                Payload::Simulated { .. } => {
+                    return all(DeviceFault::Failed(format!(
+                        "{} proves real partitions only; simulated jobs need mock devices",
+                        self.backend.name()
+                    )))
+                }
+            }
+        }
+        let Some(srs) = circuit else {
+            return Vec::new();
+        };
+        let backend = &mut self.backend;
+        let run = || backend.prove_batch(&srs, items);
+        let out = match &self.pool {
+            Some(pool) => pool.install(run),
+            None => run(),
+        };
+        match out {
+            Ok(proofs) if proofs.len() == k => {
+                proofs.into_iter().map(|p| Ok(Proved::Groth16(p))).collect()
+            }
+            Ok(proofs) => all(DeviceFault::WrongAnswer(format!(
+                "{} proofs for a batch of {k}",
+                proofs.len()
+            ))),
+            Err(e) => all(DeviceFault::Failed(e.to_string())),
+        }
     }
 }
 

@@ -48,6 +48,9 @@ pub struct MockDevice {
     pub fail_open: bool,
     /// Leases the device may hold at once ([`DeviceDriver::pipeline_depth`]); 1 by default.
     pub depth: usize,
+    /// Partitions of one circuit proved as a batch ([`DeviceWorker::batch_limit`]); 1 by
+    /// default. A batch is recorded as one interval a partition, each with its size.
+    pub batch: usize,
 }
 
 impl MockDevice {
@@ -75,6 +78,7 @@ impl MockDevice {
             panic_on: None,
             fail_open: false,
             depth: 1,
+            batch: 1,
         }
     }
 }
@@ -102,6 +106,8 @@ pub struct Interval {
     /// Whether the partition's parameters had been preloaded on this device before it
     /// started ([`crate::driver::DeviceWorker::preload`]); false for simulated work.
     pub preloaded: bool,
+    /// Partitions in the batch it was proved in (1: alone).
+    pub batch: usize,
 }
 
 /// Collects the intervals of every mock device of a driver. Cheap to clone; devices send
@@ -248,6 +254,7 @@ impl DeviceDriver for MockDriver {
             cpu: CpuBackend,
             preloaded: HashSet::new(),
             preloaded_current: false,
+            batch_now: 1,
         }))
     }
 
@@ -276,6 +283,8 @@ struct MockWorker {
     preloaded: HashSet<u64>,
     /// Whether the attempt in progress had its parameters preloaded.
     preloaded_current: bool,
+    /// Size of the batch in progress (1: a single partition).
+    batch_now: usize,
 }
 
 impl MockWorker {
@@ -292,6 +301,7 @@ impl MockWorker {
             outcome,
             ahead: self.ahead,
             preloaded: self.preloaded_current,
+            batch: self.batch_now,
         });
     }
 }
@@ -377,6 +387,21 @@ impl DeviceWorker for MockWorker {
         self.preloaded.insert(srs.id());
         let _ = self.recorder.preload_tx.send((self.spec.id, srs.id()));
         Ok(true)
+    }
+
+    fn batch_limit(&self, _srs: &Srs) -> usize {
+        self.spec.batch.max(1)
+    }
+
+    /// Proves the partitions one by one, each recorded with the batch's size.
+    fn prove_batch(
+        &mut self,
+        works: Vec<PartitionWork>,
+    ) -> Vec<std::result::Result<Proved, DeviceFault>> {
+        self.batch_now = works.len();
+        let out = works.into_iter().map(|w| self.prove(w, None)).collect();
+        self.batch_now = 1;
+        out
     }
 }
 

@@ -59,6 +59,14 @@ pub trait Backend: Send {
         Ok(false)
     }
 
+    /// How many partitions of `srs`'s circuit this backend proves best together, as one
+    /// [`Backend::prove_batch`]: more than 1 where a batch shares work (a device streaming
+    /// the circuit's parameters shares each transfer among the batch), 1 by default.
+    fn batch_limit(&self, srs: &Srs) -> usize {
+        let _ = srs;
+        1
+    }
+
     /// Proves several partitions of `srs`'s circuit, as [`Backend::prove`] would one by one:
     /// the proofs in the order given, each the bytes its own [`Backend::prove`] gives. A
     /// backend that streams its parameters shares each transfer among the batch's

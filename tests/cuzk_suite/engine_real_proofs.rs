@@ -359,6 +359,9 @@ impl cuzk::actors::DeviceDriver for BudgetedMock {
     fn usable_vram(&self, device: &cuzk::actors::DeviceInfo) -> u64 {
         self.cuda.usable_vram(device)
     }
+    fn pipeline_depth(&self, device: &cuzk::actors::DeviceInfo) -> usize {
+        self.mock.pipeline_depth(device)
+    }
 }
 
 /// Device memory budgets as a GPU's leases see them: a budget that holds a partition only
@@ -446,5 +449,67 @@ fn device_memory_budgets_admit_streamed_partitions_and_refuse_what_cannot_fit() 
     assert!(
         intervals.is_empty(),
         "no partition reached a device: {intervals:?}"
+    );
+}
+
+/// Streamed partitions of one circuit that a device holds leases for are proved as one batch
+/// (which, on a GPU, walks each chunk of the L, A and B bases once for all of them): a device
+/// that may hold four leases and batch four, held up on its first partition, gets the next
+/// ones granted meanwhile (each lease reserving the shared working memory once and its own
+/// share) and proves them together; every proof verifies.
+#[test]
+fn streamed_partitions_a_device_holds_are_proved_as_one_batch() {
+    let _cores = support::cores_shared();
+    let kind = ProofKind::WinningPost;
+    let store = support::store_with(kind);
+    let req = support::inputs().get(kind).clone();
+    let srs = store
+        .get(RegisteredProof::latest(kind, SectorSize::S2KiB))
+        .expect("parameters");
+    let chunk = 64;
+    let plan = cuzk::cuda::lease_plan(&srs, u64::MAX, Some(chunk)).expect("plan");
+    let mut dev = MockDevice::new(7);
+    dev.depth = 4;
+    dev.batch = 4;
+    dev.hang_on = Some(1);
+    dev.hang_for = Duration::from_secs(3);
+    let mock = MockDriver::new(vec![dev]);
+    let rec = mock.recorder();
+    let mut cfg = EngineConfig::new(support::params_dir());
+    // room for four leases of the circuit: the working memory once, four shares
+    cfg.gpu_memory_limit =
+        Some(cuzk::cuda::CONTEXT_RESERVE + plan.shared + 4 * (plan.bytes - plan.shared));
+    cfg.gpu_stream_chunk = Some(chunk);
+    cfg.prove = ProveOptions::default();
+    let cuda = cuzk::actors::cuda_driver(&cfg);
+    cfg.devices = DeviceChoice::Driver(std::sync::Arc::new(BudgetedMock { mock, cuda }), vec![]);
+    let engine = Engine::start(cfg).expect("engine starts");
+    let jobs: Vec<_> = (0..5)
+        .map(|_| {
+            engine
+                .submit(&req, SubmitOptions::default())
+                .expect("submit")
+                .job
+        })
+        .collect();
+    for job in jobs {
+        let res = engine
+            .wait(job, Some(Duration::from_secs(300)))
+            .expect("job completes");
+        assert!(res.verified);
+    }
+    engine.shutdown(Duration::from_secs(5)).expect("shutdown");
+    let iv = rec.take();
+    assert_eq!(iv.len(), 5, "{iv:#?}");
+    assert!(iv.iter().all(|i| i.batch <= 4), "{iv:#?}");
+    assert!(
+        iv.iter().any(|i| i.batch >= 2),
+        "no partitions were batched: {iv:#?}"
+    );
+    // the first lease reserves the working memory and its share, the others their share
+    let share = plan.bytes - plan.shared;
+    assert!(
+        iv.iter().all(|i| i.vram == plan.bytes || i.vram == share),
+        "{iv:#?}"
     );
 }

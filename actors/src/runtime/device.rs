@@ -10,6 +10,12 @@
 //! its outstanding `Pull` (`PullHandled`, which comes after any `Run` that `Pull` brought),
 //! so the overlap does not depend on message timing. Proving itself never overlaps: one
 //! attempt at a time, on this thread.
+//!
+//! Batches: where the worker proves several partitions of a circuit best together
+//! ([`DeviceWorker::batch_limit`]: a GPU streaming the circuit's parameters), the actor waits
+//! for the answers to its outstanding pulls, then hands every lease it holds of that circuit,
+//! up to the limit, to one [`DeviceWorker::prove_batch`], and reports each partition as it
+//! would alone.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -154,17 +160,67 @@ impl DeviceActor {
             } => Some((srs.clone(), public_inputs.clone())),
             Payload::Simulated { .. } => None,
         };
-        let proved = match catch_unwind(AssertUnwindSafe(|| worker.prove(run.work, next))) {
-            Ok(Ok(p)) => p,
-            Ok(Err(fault)) => return Attempt::Finished(Err(fault)),
-            Err(p) => {
-                let msg = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "unknown panic".into());
-                return Attempt::Finished(Err(DeviceFault::Failed(format!("panicked: {msg}"))));
+        let proved = catch_unwind(AssertUnwindSafe(|| worker.prove(run.work, next)))
+            .unwrap_or_else(|p| Err(panicked(p)));
+        let span = tracing::Span::current();
+        self.to_attempt(proved, (job, partition), check, span)
+    }
+
+    /// The device's part of a batch's attempts ([`DeviceWorker::prove_batch`]): one a run,
+    /// in order, each checked under its own span.
+    fn attempt_batch(&mut self, runs: Vec<Run>, spans: &[tracing::Span]) -> Vec<Attempt> {
+        let k = runs.len();
+        let keys: Vec<_> = runs
+            .iter()
+            .map(|run| {
+                let check = match &run.work.payload {
+                    Payload::Proof {
+                        srs, public_inputs, ..
+                    } => Some((srs.clone(), public_inputs.clone())),
+                    Payload::Simulated { .. } => None,
+                };
+                ((run.work.job, run.work.partition), check)
+            })
+            .collect();
+        let all = |f: DeviceFault| (0..k).map(|_| Err(f.clone())).collect::<Vec<_>>();
+        let results = if self.lost {
+            all(DeviceFault::Lost("device was lost earlier".into()))
+        } else {
+            match self.worker.as_mut() {
+                None => all(DeviceFault::Lost("device is not open".into())),
+                Some(worker) => {
+                    let works = runs.into_iter().map(|r| r.work).collect();
+                    match catch_unwind(AssertUnwindSafe(|| worker.prove_batch(works))) {
+                        Ok(v) if v.len() == k => v,
+                        Ok(v) => all(DeviceFault::WrongAnswer(format!(
+                            "{} results for a batch of {k}",
+                            v.len()
+                        ))),
+                        Err(p) => all(panicked(p)),
+                    }
+                }
             }
+        };
+        results
+            .into_iter()
+            .zip(keys)
+            .zip(spans)
+            .map(|((proved, (id, check)), span)| self.to_attempt(proved, id, check, span.clone()))
+            .collect()
+    }
+
+    /// What the device's answer for partition `partition` of `job` leaves to do: its check
+    /// (a proof of real work, to verify under `span`), or its outcome.
+    fn to_attempt(
+        &self,
+        proved: std::result::Result<Proved, DeviceFault>,
+        (job, partition): (u64, usize),
+        check: Option<(Arc<Srs>, Vec<Scalar>)>,
+        span: tracing::Span,
+    ) -> Attempt {
+        let proved = match proved {
+            Ok(p) => p,
+            Err(fault) => return Attempt::Finished(Err(fault)),
         };
         match (proved, check) {
             (Proved::Groth16(proof), Some((srs, inputs))) => {
@@ -176,7 +232,7 @@ impl DeviceActor {
                     srs,
                     inputs,
                     verify: self.verify,
-                    span: tracing::Span::current(),
+                    span,
                 };
                 Attempt::Check(Box::new(check))
             }
@@ -186,6 +242,16 @@ impl DeviceActor {
             ))),
         }
     }
+}
+
+/// A worker's panic as a failed attempt.
+fn panicked(p: Box<dyn std::any::Any + Send>) -> DeviceFault {
+    let msg = p
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into());
+    DeviceFault::Failed(format!("panicked: {msg}"))
 }
 
 /// What the device's part of an attempt produced.
@@ -344,13 +410,21 @@ impl Handler<Process> for DeviceActor {
 
     fn handle(&mut self, _msg: Process, ctx: &mut Self::Context) {
         self.process_queued = false;
-        if self.depth > 1 && self.queue.len() == 1 && self.unanswered > 0 && !self.lost {
-            return; // the answer to the outstanding Pull schedules us again
+        if self.depth > 1 && self.queue.len() < self.depth && self.unanswered > 0 && !self.lost {
+            return; // the answer to an outstanding Pull schedules us again
         }
         let Some(run) = self.queue.pop_front() else {
             return;
         };
-        self.run(run);
+        let mut batch = self.batch_with(run);
+        match batch.len() {
+            1 => {
+                if let Some(run) = batch.pop() {
+                    self.run(run);
+                }
+            }
+            _ => self.run_batch(batch),
+        }
         self.schedule(ctx);
     }
 }
@@ -367,25 +441,9 @@ impl DeviceActor {
     /// grant the partition after next in time to upload it ahead. Without verification
     /// threads the check runs here, before the report, as it must be reported either way.
     fn run(&mut self, run: Run) {
-        let (job, partition, lease) = (run.work.job, run.work.partition, run.lease.id);
-        let device = self.info.id;
-        let span = info_span!(
-            parent: &run.work.span,
-            "gpu",
-            device = %device,
-            device_uuid = %device.uuid_string(),
-            job,
-            partition,
-            lease = lease.0,
-            vram_leased = run.work.reserved_vram,
-            parameters = tracing::field::Empty,
-            streamed_bytes_total = tracing::field::Empty
-        );
+        let span = self.gpu_span(&run);
         let _g = span.enter();
-        if let Some(mut live) = self.shared.devices.get_mut(&device) {
-            live.current = Some((job, partition));
-        }
-        self.scheduler.do_send(Began(lease));
+        let meta = self.begin(&run);
         let t0 = Instant::now();
         let attempt = if self.lost {
             Attempt::Finished(Err(DeviceFault::Lost("device was lost earlier".into())))
@@ -396,15 +454,124 @@ impl DeviceActor {
             a
         };
         let took = t0.elapsed();
-        // resident or streamed parameters, and the memory measured: on the span and in status
+        self.record_memory(std::slice::from_ref(&span));
+        self.report(meta, attempt, t0, took);
+        if !self.lost {
+            self.pull();
+        }
+    }
+
+    /// `first` with the queued leases of the same circuit, up to what the worker proves as
+    /// one batch ([`DeviceWorker::batch_limit`]; other leases keep their order).
+    fn batch_with(&mut self, first: Run) -> Vec<Run> {
+        let limit = match (&self.worker, &first.work.payload) {
+            (Some(w), Payload::Proof { srs, .. }) if !self.lost => w.batch_limit(srs),
+            _ => 1,
+        };
+        let circuit = match &first.work.payload {
+            Payload::Proof { srs, .. } => Some(srs.id()),
+            Payload::Simulated { .. } => None,
+        };
+        let mut batch = vec![first];
+        if limit > 1 {
+            let mut rest = VecDeque::with_capacity(self.queue.len());
+            while let Some(run) = self.queue.pop_front() {
+                let same = match &run.work.payload {
+                    Payload::Proof { srs, .. } => Some(srs.id()) == circuit,
+                    Payload::Simulated { .. } => false,
+                };
+                if same && batch.len() < limit {
+                    batch.push(run);
+                } else {
+                    rest.push_back(run);
+                }
+            }
+            self.queue = rest;
+        }
+        batch
+    }
+
+    /// Proves leased partitions of one circuit as one batch ([`DeviceWorker::prove_batch`]),
+    /// then reports each as [`DeviceActor::run`] does (the device's time shared evenly among
+    /// them) and asks for as many leases.
+    fn run_batch(&mut self, runs: Vec<Run>) {
+        let k = runs.len();
+        let spans: Vec<tracing::Span> = runs.iter().map(|r| self.gpu_span(r)).collect();
+        let metas: Vec<Meta> = runs.iter().map(|r| self.begin(r)).collect();
+        let batch_span = info_span!("gpu_batch", device = %self.info.id, partitions = k);
+        let t0 = Instant::now();
+        let attempts = {
+            let _g = batch_span.enter();
+            self.attempt_batch(runs, &spans)
+        };
+        let took = t0.elapsed() / k.max(1) as u32;
+        self.record_memory(&spans);
+        for ((meta, attempt), span) in metas.into_iter().zip(attempts).zip(&spans) {
+            let _g = span.enter();
+            self.report(meta, attempt, t0, took);
+        }
+        if !self.lost {
+            for _ in 0..k {
+                self.pull();
+            }
+        }
+    }
+
+    /// The device span of one partition, under its job's span.
+    fn gpu_span(&self, run: &Run) -> tracing::Span {
+        let device = self.info.id;
+        info_span!(
+            parent: &run.work.span,
+            "gpu",
+            device = %device,
+            device_uuid = %device.uuid_string(),
+            job = run.work.job,
+            partition = run.work.partition,
+            lease = run.lease.id.0,
+            vram_leased = run.work.reserved_vram,
+            parameters = tracing::field::Empty,
+            streamed_bytes_total = tracing::field::Empty
+        )
+    }
+
+    /// Tells the scheduler and the status that `run` is on the device now.
+    fn begin(&self, run: &Run) -> Meta {
+        let (job, partition, lease) = (run.work.job, run.work.partition, run.lease.id);
+        if let Some(mut live) = self.shared.devices.get_mut(&self.info.id) {
+            live.current = Some((job, partition));
+        }
+        self.scheduler.do_send(Began(lease));
+        Meta {
+            job,
+            partition,
+            lease,
+        }
+    }
+
+    /// Resident or streamed parameters, and the memory measured: on the spans and in status.
+    fn record_memory(&self, spans: &[tracing::Span]) {
         let memory = self.worker.as_ref().and_then(|w| w.memory_report());
         if let Some(m) = memory {
-            span.record("parameters", m.residency);
-            span.record("streamed_bytes_total", m.bytes_streamed);
-            if let Some(mut live) = self.shared.devices.get_mut(&device) {
+            for span in spans {
+                span.record("parameters", m.residency);
+                span.record("streamed_bytes_total", m.bytes_streamed);
+            }
+            if let Some(mut live) = self.shared.devices.get_mut(&self.info.id) {
                 live.memory = Some(m);
             }
         }
+    }
+
+    /// Reports one attempt (`took` of device time, started at `t0`): a proof to check leaves
+    /// the device first and is verified on the verification threads; any other outcome is
+    /// reported here.
+    fn report(&mut self, meta: Meta, attempt: Attempt, t0: Instant, took: std::time::Duration) {
+        let Meta {
+            job,
+            partition,
+            lease,
+        } = meta;
+        let device = self.info.id;
         let report = Report {
             scheduler: self.scheduler.clone(),
             shared: self.shared.clone(),
@@ -442,10 +609,14 @@ impl DeviceActor {
                 report.done(result);
             }
         }
-        if !self.lost {
-            self.pull();
-        }
     }
+}
+
+/// The identity of a lease's attempt, for its report.
+struct Meta {
+    job: u64,
+    partition: usize,
+    lease: crate::lease::LeaseId,
 }
 
 /// How an attempt is reported, from the device's thread or a verification thread.

@@ -52,6 +52,11 @@ pub use vram::{QueryLens, Residency};
 /// take more is streamed.
 const DEFAULT_RESIDENT_EIGHTHS: u64 = 5;
 
+/// Most partitions of a streamed circuit a device proves as one batch: a SnapDeals 32 GiB
+/// job's 16 (a PoRep C2 has 10). A batch whose scalars do not fit the device's room walks
+/// the bases once for each group that does ([`batch::prove_streamed_batch`]).
+pub const MAX_BATCH: usize = 16;
+
 /// Device memory kept back from leases for the CUDA context, the loaded kernel modules and
 /// the allocator's slack.
 pub const CONTEXT_RESERVE: u64 = 1 << 30;
@@ -797,6 +802,16 @@ impl Backend for CudaBackend {
 
     fn preload(&mut self, srs: &Srs) -> Result<bool> {
         self.preload_bases(srs)
+    }
+
+    fn batch_limit(&self, srs: &Srs) -> usize {
+        match self.plan(srs) {
+            Ok(LeasePlan {
+                residency: Residency::Streamed { .. },
+                ..
+            }) => MAX_BATCH,
+            _ => 1,
+        }
     }
 
     fn prove_batch(&mut self, srs: &Srs, batch: Vec<BatchItem>) -> Result<Vec<Proof<Bls12>>> {
