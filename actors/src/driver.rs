@@ -9,36 +9,11 @@ use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use cuzk_engine::{Backend, BatchItem, CpuBackend, Srs, Upcoming};
 
-use crate::device::{DeviceId, DeviceInfo, PciAddress};
+use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
+pub use crate::failure::DeviceFault;
+use crate::identity::{DeviceId, PciAddress};
 use crate::work::{PartitionWork, Payload};
-
-/// Why a device could not prove a partition.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeviceFault {
-    /// This attempt failed; the device may still work (the partition is retried elsewhere,
-    /// and repeated failures quarantine the device).
-    Failed(String),
-    /// The device is gone: it gets no more work and its leases are revoked.
-    Lost(String),
-    /// The device returned a proof that does not verify (never passed on; the partition is
-    /// retried elsewhere, and it counts as a failure of this device).
-    Unverified(String),
-    /// The device answered with another kind of output than the work it was given: a fault
-    /// in the engine, not the device.
-    WrongAnswer(String),
-}
-
-impl std::fmt::Display for DeviceFault {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DeviceFault::Failed(r) => write!(f, "failed: {r}"),
-            DeviceFault::Lost(r) => write!(f, "device lost: {r}"),
-            DeviceFault::Unverified(r) => write!(f, "proof does not verify: {r}"),
-            DeviceFault::WrongAnswer(r) => write!(f, "wrong answer: {r}"),
-        }
-    }
-}
 
 /// What a device returns for a partition.
 // One value per partition, moved once: boxing the proof would only add an allocation.

@@ -16,9 +16,10 @@ use cuzk_engine::{circuits, ProofKind, ProofRequest, ProveOptions, RegisteredPro
 use futures::channel::oneshot;
 use tracing::{info, warn};
 
-use crate::device::{resolve, DeviceId, DeviceInfo, DeviceSelector};
+use crate::device::{resolve, DeviceInfo, DeviceSelector};
 use crate::driver::{CpuDriver, CudaDriver, DeviceDriver};
 use crate::error::{Error, Result};
+use crate::identity::DeviceId;
 use crate::mock::MockDriver;
 use crate::runtime::scheduler::{SchedulerActor, SchedulerSetup};
 use crate::runtime::{

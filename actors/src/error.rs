@@ -1,6 +1,7 @@
 //! The crate's error type.
 
-use crate::device::DeviceId;
+use crate::failure::FailureCause;
+use crate::identity::DeviceId;
 
 /// Errors of device resolution and leasing.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +68,7 @@ pub enum Error {
         /// The job.
         job: u64,
         /// The class of failure, decided where it happened.
-        cause: crate::failure::FailureCause,
+        cause: FailureCause,
         /// What happened.
         reason: String,
     },

@@ -1,8 +1,7 @@
 //! Why a job failed: a [`FailureCause`] decided where the failure happens and carried with
 //! its message to every reader (waiters, `on_job_done` reports, the daemon's metrics and wire
-//! answers). Nothing downstream classifies a failure by reading its text.
-
-use crate::driver::DeviceFault;
+//! answers). Nothing downstream classifies a failure by reading its text. A device's own
+//! account of a failed attempt is a [`DeviceFault`], classified here too.
 
 /// The class of a job's failure. Operators alert on it, so each value names who must act:
 /// the submitter (`InvalidInput`), the operator (`Params`, `Device`, `Timeout`), or cuzk's
@@ -80,6 +79,33 @@ impl FailureCause {
 impl std::fmt::Display for FailureCause {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Why a device could not prove a partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceFault {
+    /// This attempt failed; the device may still work (the partition is retried elsewhere,
+    /// and repeated failures quarantine the device).
+    Failed(String),
+    /// The device is gone: it gets no more work and its leases are revoked.
+    Lost(String),
+    /// The device returned a proof that does not verify (never passed on; the partition is
+    /// retried elsewhere, and it counts as a failure of this device).
+    Unverified(String),
+    /// The device answered with another kind of output than the work it was given: a fault
+    /// in the engine, not the device.
+    WrongAnswer(String),
+}
+
+impl std::fmt::Display for DeviceFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceFault::Failed(r) => write!(f, "failed: {r}"),
+            DeviceFault::Lost(r) => write!(f, "device lost: {r}"),
+            DeviceFault::Unverified(r) => write!(f, "proof does not verify: {r}"),
+            DeviceFault::WrongAnswer(r) => write!(f, "wrong answer: {r}"),
+        }
     }
 }
 

@@ -14,8 +14,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::device::DeviceId;
 use crate::error::{Error, Result};
+use crate::identity::DeviceId;
 
 /// Identifies a lease; never reused within a table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

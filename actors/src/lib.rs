@@ -10,14 +10,15 @@
 //! | module | holds |
 //! |---|---|
 //! | [`engine`] | the [`Engine`] handle users embed, its configuration and reports |
-//! | [`device`] | physical device identity, configuration selectors, resolution |
+//! | [`identity`] | what a device physically is: PCI address and UUID |
+//! | [`device`] | devices as discovered, configuration selectors, resolution |
 //! | [`driver`] | device drivers: discovery, opening on the device thread, proving (CPU, CUDA, dual) |
 //! | [`mock`] | mock devices for simulation tests, recording every interval they run |
 //! | [`lease`] | the lease table: one GPU phase per device, VRAM reservations |
 //! | [`scheduler`] | the scheduler's state machine: priorities, retries, quarantine, timeouts |
 //! | [`work`] | what travels to a device; simulated jobs |
 //! | [`trace`] | Chrome/Perfetto trace files, one track per device |
-//! | [`failure`] | why a job failed: a cause decided where it happened, carried to every reader |
+//! | [`failure`] | why a job failed (a cause decided where it happened, carried to every reader), why a device attempt did |
 //! | [`error`] | the crate's error type |
 //!
 //! The actix actors themselves (scheduler, synthesis pool, device actors) are private to
@@ -30,6 +31,7 @@ pub mod driver;
 pub mod engine;
 pub mod error;
 pub mod failure;
+pub mod identity;
 pub mod lease;
 pub mod mock;
 mod runtime;
@@ -37,15 +39,16 @@ pub mod scheduler;
 pub mod trace;
 pub mod work;
 
-pub use device::{DeviceId, DeviceInfo, DeviceSelector, PciAddress};
-pub use driver::{DeviceDriver, DeviceFault, DeviceWorker};
+pub use device::{DeviceInfo, DeviceSelector};
+pub use driver::{DeviceDriver, DeviceWorker};
 pub use engine::{
     cuda_driver, dual_driver, DeviceChoice, DeviceStatus, Engine, EngineConfig, EngineStatus,
     JobHook, JobReport, JobResult, JobTimings, QueueStatus, ReportOutcome, SrsStatus,
     SubmitOptions, Submitted, DEFAULT_SYNTHESIS_NICENESS, MAX_SYNTHESIS_NICENESS,
 };
 pub use error::{Error, Result};
-pub use failure::{Failure, FailureCause};
+pub use failure::{DeviceFault, Failure, FailureCause};
+pub use identity::{DeviceId, PciAddress};
 pub use lease::{Lease, LeaseId, LeaseTable, SharedVram};
 pub use mock::{Interval, MockDevice, MockDriver, MockRecorder};
 pub use runtime::{DeviceLive, JobProgress};

@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use cuzk_engine::{Backend, CpuBackend, Srs};
 
-use crate::device::{DeviceId, DeviceInfo, PciAddress};
-use crate::driver::{scaled, DeviceDriver, DeviceFault, DeviceWorker, Proved};
+use crate::device::DeviceInfo;
+use crate::driver::{scaled, DeviceDriver, DeviceWorker, Proved};
 use crate::error::{Error, Result};
+use crate::failure::DeviceFault;
+use crate::identity::{DeviceId, PciAddress};
 use crate::scheduler::JobId;
 use crate::work::{PartitionWork, Payload};
 

@@ -20,9 +20,9 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use crate::device::DeviceId;
 use crate::error::{Error, Result};
 use crate::failure::{Failure, FailureCause};
+use crate::identity::DeviceId;
 use crate::lease::{Lease, LeaseId, LeaseTable, SharedVram};
 
 /// Priority classes, numbered as the `cuzk.v1` wire contract numbers them.

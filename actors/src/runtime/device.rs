@@ -34,8 +34,9 @@ use super::{
     Withdraw, Withdrawn,
 };
 use crate::device::DeviceInfo;
-use crate::driver::{DeviceDriver, DeviceFault, DeviceWorker, Proved};
+use crate::driver::{DeviceDriver, DeviceWorker, Proved};
 use crate::error::{Error, Result};
+use crate::failure::DeviceFault;
 use crate::trace::TraceSink;
 use crate::work::{simulated_token, Payload};
 
@@ -265,7 +266,7 @@ enum Attempt {
 /// A partition proof on its way from the device to the scheduler: verified (when the engine
 /// verifies) and encoded on the host, beside the device's next partition.
 struct Check {
-    device: crate::device::DeviceId,
+    device: crate::identity::DeviceId,
     job: u64,
     partition: usize,
     proof: Proof<Bls12>,
@@ -623,7 +624,7 @@ struct Meta {
 struct Report {
     scheduler: Addr<SchedulerActor>,
     shared: Arc<Shared>,
-    device: crate::device::DeviceId,
+    device: crate::identity::DeviceId,
     lease: crate::lease::LeaseId,
     job: u64,
     partition: usize,

@@ -21,11 +21,10 @@ use cuzk_engine::{RegisteredProof, Srs};
 use dashmap::DashMap;
 use futures::channel::oneshot;
 
-use crate::device::DeviceId;
-use crate::driver::DeviceFault;
 use crate::engine::{EngineStatus, JobResult, Submitted};
 use crate::error::Result;
-use crate::failure::Failure;
+use crate::failure::{DeviceFault, Failure};
+use crate::identity::DeviceId;
 use crate::lease::{Lease, LeaseId};
 use crate::scheduler::{JobId, Priority};
 use crate::work::{PartitionWork, Payload, SimulatedJob, WorkKind};

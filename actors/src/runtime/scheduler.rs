@@ -23,14 +23,15 @@ use super::{
     LeftDevice, Preload, PreloadDevices, Prepare, Prepared, Pull, PullHandled, RequestKey, Run,
     Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized, Withdraw, Withdrawn,
 };
-use crate::device::{DeviceId, DeviceInfo};
-use crate::driver::{DeviceDriver, DeviceFault};
+use crate::device::DeviceInfo;
+use crate::driver::DeviceDriver;
 use crate::engine::{
     DeviceStatus, EngineStatus, JobReport, JobResult, JobTimings, QueueStatus, ReportOutcome,
     SrsStatus, Submitted,
 };
 use crate::error::{Error, Result};
-use crate::failure::{Failure, FailureCause};
+use crate::failure::{DeviceFault, Failure, FailureCause};
+use crate::identity::DeviceId;
 use crate::lease::{LeaseId, SharedVram};
 use crate::scheduler::{JobId, JobOutcome, Limits, Priority, SchedulerCore};
 use crate::trace::TraceSink;
