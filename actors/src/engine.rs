@@ -20,14 +20,15 @@ use crate::device::{resolve, DeviceInfo, DeviceSelector};
 use crate::driver::{CpuDriver, CudaDriver, DeviceDriver};
 use crate::error::{Error, Result};
 use crate::identity::DeviceId;
+use crate::job::{JobId, Priority, WorkKind};
 use crate::mock::MockDriver;
+use crate::policy::{default_priority, Limits};
 use crate::runtime::scheduler::{SchedulerActor, SchedulerSetup};
 use crate::runtime::{
     Await, Cancel, GetStatus, JobInput, JobProgress, PreloadDevices, Shared, Shutdown, Submit,
 };
-use crate::scheduler::{JobId, Limits, Priority};
 use crate::trace::{write_chrome_trace, TraceEvent, TraceSink};
-use crate::work::{default_priority, SimulatedJob, WorkKind};
+use crate::work::SimulatedJob;
 
 /// Which devices the engine proves on.
 #[derive(Clone)]

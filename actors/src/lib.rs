@@ -15,7 +15,8 @@
 //! | [`driver`] | device drivers: discovery, opening on the device thread, proving (CPU, CUDA, dual) |
 //! | [`mock`] | mock devices for simulation tests, recording every interval they run |
 //! | [`lease`] | the lease table: one GPU phase per device, VRAM reservations |
-//! | [`scheduler`] | the scheduler's state machine: priorities, retries, quarantine, timeouts |
+//! | [`job`] | what names and ranks a job: id, kind, priority class |
+//! | [`policy`] | the scheduling policy: priority order, host-memory budget, leases, retries, quarantine, timeouts |
 //! | [`work`] | what travels to a device; simulated jobs |
 //! | [`trace`] | Chrome/Perfetto trace files, one track per device |
 //! | [`failure`] | why a job failed (a cause decided where it happened, carried to every reader), why a device attempt did |
@@ -32,12 +33,16 @@ pub mod engine;
 pub mod error;
 pub mod failure;
 pub mod identity;
+pub mod job;
 pub mod lease;
 pub mod mock;
+pub mod policy;
 mod runtime;
-pub mod scheduler;
 pub mod trace;
 pub mod work;
+
+/// The scheduling policy under its earlier name: [`policy`].
+pub use policy as scheduler;
 
 pub use device::{DeviceInfo, DeviceSelector};
 pub use driver::{DeviceDriver, DeviceWorker};
@@ -49,8 +54,9 @@ pub use engine::{
 pub use error::{Error, Result};
 pub use failure::{DeviceFault, Failure, FailureCause};
 pub use identity::{DeviceId, PciAddress};
+pub use job::{JobId, Priority, WorkKind};
 pub use lease::{Lease, LeaseId, LeaseTable, SharedVram};
 pub use mock::{Interval, MockDevice, MockDriver, MockRecorder};
+pub use policy::{JobOutcome, JobSpec, Limits, SchedulerCore, SynthesisQueue};
 pub use runtime::{DeviceLive, JobProgress};
-pub use scheduler::{JobId, JobOutcome, JobSpec, Limits, Priority, SchedulerCore};
-pub use work::{SimulatedJob, WorkKind};
+pub use work::SimulatedJob;

@@ -19,7 +19,7 @@ use crate::driver::{scaled, DeviceDriver, DeviceWorker, Proved};
 use crate::error::{Error, Result};
 use crate::failure::DeviceFault;
 use crate::identity::{DeviceId, PciAddress};
-use crate::scheduler::JobId;
+use crate::job::JobId;
 use crate::work::{PartitionWork, Payload};
 
 /// One mock device. Fault counters count partitions this device started, from 1.

@@ -5,16 +5,19 @@ use std::time::Duration;
 
 use blstrs::Scalar;
 use cuzk_engine::pce::Assignment;
-use cuzk_engine::{ProofKind, Srs};
+use cuzk_engine::Srs;
 
-use crate::scheduler::{JobId, Priority};
+use crate::job::JobId;
+pub use crate::job::WorkKind;
+use crate::lease::LeaseId;
+pub use crate::policy::default_priority;
 
 /// One partition leased to one device. Built by a synthesis actor, moved to the device actor
 /// that holds the lease; the device consumes it (a failed attempt is synthesised again).
 pub struct PartitionWork {
     /// The lease it runs under: unique within an engine, so it also names this attempt
     /// (a worker that uploaded it ahead recognises it by this).
-    pub lease: crate::lease::LeaseId,
+    pub lease: LeaseId,
     /// The job.
     pub job: JobId,
     /// Partition index within the job.
@@ -51,34 +54,6 @@ pub enum Payload {
         /// Device time it takes at speed 1.0.
         gpu_time: Duration,
     },
-}
-
-/// What a job is, for priorities and reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum WorkKind {
-    /// A Filecoin proof of this kind.
-    Proof(ProofKind),
-    /// A simulated job.
-    Simulated,
-}
-
-impl std::fmt::Display for WorkKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WorkKind::Proof(k) => write!(f, "{k}"),
-            WorkKind::Simulated => f.write_str("simulated"),
-        }
-    }
-}
-
-/// The default priority of a kind: WinningPoSt (a block is at stake) above WindowPoSt above
-/// PoRep and SnapDeals.
-pub fn default_priority(kind: WorkKind) -> Priority {
-    match kind {
-        WorkKind::Proof(ProofKind::WinningPost) => Priority::Critical,
-        WorkKind::Proof(ProofKind::WindowPost) => Priority::High,
-        _ => Priority::Normal,
-    }
 }
 
 /// A job with no Filecoin circuit behind it, for simulations with thousands of partitions:

@@ -25,9 +25,9 @@ use crate::engine::{EngineStatus, JobResult, Submitted};
 use crate::error::Result;
 use crate::failure::{DeviceFault, Failure};
 use crate::identity::DeviceId;
+use crate::job::{JobId, Priority, WorkKind};
 use crate::lease::{Lease, LeaseId};
-use crate::scheduler::{JobId, Priority};
-use crate::work::{PartitionWork, Payload, SimulatedJob, WorkKind};
+use crate::work::{PartitionWork, Payload, SimulatedJob};
 
 /// Live counters of one device, written by its actor, read by status without a round trip.
 #[derive(Clone, Debug, Default)]

@@ -1,8 +1,9 @@
-//! The scheduler actor: owns the job table, the [`SchedulerCore`] (and through it the lease
-//! table keyed by physical device), the host-memory budget, and the queues between synthesis
-//! and devices. It is the only code that grants leases; device actors only receive them.
+//! The scheduler actor: applies the scheduling policy ([`crate::policy`]) to the engine's
+//! messages. It owns the job table, the [`SchedulerCore`] (and through it the lease table
+//! keyed by physical device), the [`SynthesisQueue`] (and through it the host-memory budget),
+//! and the partitions between synthesis and devices. It is the only code that grants leases;
+//! device actors only receive them.
 
-use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,10 +33,11 @@ use crate::engine::{
 use crate::error::{Error, Result};
 use crate::failure::{DeviceFault, Failure, FailureCause};
 use crate::identity::DeviceId;
+use crate::job::{JobId, Priority, WorkKind};
 use crate::lease::{LeaseId, SharedVram};
-use crate::scheduler::{JobId, JobOutcome, Limits, Priority, SchedulerCore};
+use crate::policy::{partitions_ahead, JobOutcome, JobSpec, Limits, SchedulerCore, SynthesisQueue};
 use crate::trace::TraceSink;
-use crate::work::{PartitionWork, Payload, SimulatedJob, WorkKind};
+use crate::work::{PartitionWork, Payload, SimulatedJob};
 
 /// Everything the scheduler actor is configured with.
 pub(crate) struct SchedulerSetup {
@@ -92,6 +94,54 @@ struct JobEntry {
     waiting: Vec<tracing::Span>,
 }
 
+impl JobEntry {
+    /// Whether its partitions can be synthesised: simulated, or its parameters are loaded.
+    fn synthesizable(&self) -> bool {
+        !matches!(self.input, EntryInput::Proof { srs: None, .. })
+    }
+
+    /// The partitions' size: their parameters' evaluation domain (rows, rounded up).
+    fn rows(&self) -> usize {
+        match &self.input {
+            EntryInput::Proof { srs: Some(srs), .. } => srs.domain_size(),
+            _ => 0,
+        }
+    }
+
+    /// Partition `p`'s span (a child of the job's).
+    fn partition_span(&self, p: usize) -> tracing::Span {
+        self.partition_spans
+            .get(p)
+            .cloned()
+            .unwrap_or_else(tracing::Span::none)
+    }
+
+    /// What synthesis of partition `p` needs; `None` while the parameters are not loaded.
+    fn synth_input(&self, p: usize, randomness: cuzk_engine::Randomness) -> Option<SynthInput> {
+        match &self.input {
+            EntryInput::Simulated(sim) => Some(SynthInput::Simulated {
+                time: sim.synthesis_time,
+                gpu_time: sim.gpu_time,
+                panic: sim.panic_in_synthesis == Some(p),
+            }),
+            EntryInput::Proof {
+                circuits,
+                public_inputs,
+                srs: Some(srs),
+                r1cs,
+                ..
+            } => Some(SynthInput::Proof {
+                circuit: circuits.get(p)?.clone_box(),
+                srs: srs.clone(),
+                r1cs: r1cs.clone(),
+                public_inputs: public_inputs.get(p)?.clone(),
+                randomness,
+            }),
+            EntryInput::Proof { srs: None, .. } => None,
+        }
+    }
+}
+
 /// How a finished job is remembered for late waiters.
 #[derive(Clone)]
 enum Finished {
@@ -144,13 +194,12 @@ pub(crate) struct SchedulerActor {
     aggregating: HashMap<JobId, (JobEntry, Vec<DeviceId>)>,
     /// This actor's address, for threads that answer it.
     me: Option<Addr<SchedulerActor>>,
-    synth_queue: BTreeSet<(Reverse<Priority>, u64, JobId, usize)>,
-    synth_in_flight: usize,
+    /// Partitions waiting for synthesis, and the host memory synthesised ones hold.
+    synthesis: SynthesisQueue,
     ready: HashMap<(JobId, usize), Payload>,
     on_device: HashMap<LeaseId, u64>,
     /// Parameters (by `Srs::id`) every device has been asked to preload.
     preloaded: HashSet<u64>,
-    host_used: u64,
     waiters: HashMap<JobId, Vec<Waiter>>,
     next_waiter: u64,
     seq: u64,
@@ -229,12 +278,10 @@ impl SchedulerActor {
                 request_ids: HashMap::new(),
                 aggregating: HashMap::new(),
                 me: None,
-                synth_queue: BTreeSet::new(),
-                synth_in_flight: 0,
+                synthesis: SynthesisQueue::new(setup.synthesis_workers, setup.host_memory_budget),
                 ready: HashMap::new(),
                 on_device: HashMap::new(),
                 preloaded: HashSet::new(),
-                host_used: 0,
                 waiters: HashMap::new(),
                 next_waiter: 0,
                 seq: 0,
@@ -305,7 +352,7 @@ impl SchedulerActor {
         if live + partitions > self.setup.max_outstanding_partitions {
             return Err(Error::Backpressure(live));
         }
-        let id = self.core.submit_staged(crate::scheduler::JobSpec {
+        let id = self.core.submit_staged(JobSpec {
             priority: msg.priority,
             partitions,
             vram_per_partition: 0,
@@ -416,19 +463,17 @@ impl SchedulerActor {
         })
     }
 
-    /// Partitions of other jobs ahead of this one (higher priority, or same and earlier).
+    /// Partitions of other jobs ahead of this one (see [`partitions_ahead`]).
     fn queue_position(&self, id: JobId) -> usize {
         let Some(me) = self.jobs.get(&id) else {
             return 0;
         };
-        self.jobs
+        let others = self
+            .jobs
             .iter()
-            .filter(|(j, e)| {
-                **j != id
-                    && (e.priority > me.priority || (e.priority == me.priority && e.seq < me.seq))
-            })
-            .map(|(_, e)| e.partitions - e.done)
-            .sum()
+            .filter(|(j, _)| **j != id)
+            .map(|(_, e)| (e.priority, e.seq, e.partitions - e.done));
+        partitions_ahead(me.priority, me.seq, others)
     }
 
     fn down_reasons(&self) -> String {
@@ -517,8 +562,7 @@ impl SchedulerActor {
             self.core.set_shared_vram(id, shared);
         }
         for p in 0..entry.partitions {
-            self.synth_queue
-                .insert((Reverse(entry.priority), entry.seq, id, p));
+            self.synthesis.push(entry.priority, entry.seq, id, p);
         }
         self.after_change();
     }
@@ -542,67 +586,37 @@ impl SchedulerActor {
         }
     }
 
-    /// Sends partitions to synthesis while workers and the host-memory budget allow. One
-    /// partition may always be in flight, so a budget smaller than a partition still makes
-    /// progress (one at a time).
+    /// Sends partitions to synthesis while workers and the host-memory budget allow (the
+    /// policy's [`SynthesisQueue`]).
     fn pump_synthesis(&mut self) {
-        let workers = self.setup.synthesis_workers.max(1);
-        while self.synth_in_flight < workers {
-            let Some(&key) = self.synth_queue.iter().next() else {
+        loop {
+            let alone = self.synthesis.in_flight() == 0;
+            let jobs = &self.jobs;
+            let next = self.synthesis.next(|id| {
+                jobs.get(&id)
+                    .filter(|e| e.synthesizable())
+                    .map(|e| e.host_bytes)
+            });
+            let Some((id, p, bytes)) = next else {
                 break;
             };
-            let (_, _, id, p) = key;
-            let Some(entry) = self.jobs.get(&id) else {
-                self.synth_queue.remove(&key);
+            let randomness = self.setup.prove.randomness;
+            let Some((input, rows, span)) = self
+                .jobs
+                .get(&id)
+                .and_then(|e| Some((e.synth_input(p, randomness)?, e.rows(), e.partition_span(p))))
+            else {
+                // cannot happen: `synthesizable` said it could
+                self.synthesis.synthesized();
+                self.synthesis.release(bytes);
                 continue;
             };
-            let bytes = entry.host_bytes;
-            if self.host_used > 0
-                && self.host_used.saturating_add(bytes) > self.setup.host_memory_budget
-            {
-                break;
-            }
-            self.synth_queue.remove(&key);
-            // the partition's size: its parameters' evaluation domain (rows, rounded up)
-            let rows = match &entry.input {
-                EntryInput::Proof { srs: Some(srs), .. } => srs.domain_size(),
-                _ => 0,
-            };
-            let input = match &entry.input {
-                EntryInput::Simulated(sim) => SynthInput::Simulated {
-                    time: sim.synthesis_time,
-                    gpu_time: sim.gpu_time,
-                    panic: sim.panic_in_synthesis == Some(p),
-                },
-                EntryInput::Proof {
-                    circuits,
-                    public_inputs,
-                    srs: Some(srs),
-                    r1cs,
-                    ..
-                } => SynthInput::Proof {
-                    circuit: circuits[p].clone_box(),
-                    srs: srs.clone(),
-                    r1cs: r1cs.clone(),
-                    public_inputs: public_inputs[p].clone(),
-                    randomness: self.setup.prove.randomness,
-                },
-                EntryInput::Proof { srs: None, .. } => continue,
-            };
-            self.host_used += bytes;
             // Alone, a partition's witness may spread over the host's cores (latency), where
             // the host has enough of them; beside other syntheses a small one stays on its
             // worker's thread, since they already fill the cores and a parallel witness would
             // queue the devices' own host work behind it (measured: docs/benchmarks.md). A
             // production-size partition always spreads: on one thread it takes about a minute.
-            let parallel =
-                cuzk_engine::circuits::synthesize_on_pool(rows, self.synth_in_flight == 0);
-            let span = entry
-                .partition_spans
-                .get(p)
-                .cloned()
-                .unwrap_or_else(tracing::Span::none);
-            self.synth_in_flight += 1;
+            let parallel = cuzk_engine::circuits::synthesize_on_pool(rows, alone);
             if let Some(synth) = &self.synth {
                 synth.do_send(Synthesize {
                     job: id,
@@ -693,7 +707,7 @@ impl SchedulerActor {
     fn after_change(&mut self) {
         for (id, p) in self.core.take_needing_input() {
             if let Some(e) = self.jobs.get(&id) {
-                self.synth_queue.insert((Reverse(e.priority), e.seq, id, p));
+                self.synthesis.push(e.priority, e.seq, id, p);
             }
         }
         for id in self.core.take_finished() {
@@ -717,9 +731,9 @@ impl SchedulerActor {
         let stale: Vec<(JobId, usize)> = self.ready.keys().filter(|k| k.0 == id).copied().collect();
         for k in stale {
             self.ready.remove(&k);
-            self.host_used = self.host_used.saturating_sub(entry.host_bytes);
+            self.synthesis.release(entry.host_bytes);
         }
-        self.synth_queue.retain(|k| k.2 != id);
+        self.synthesis.forget(id);
         self.setup.shared.jobs.remove(&id);
         // Leases of the job still held (queued behind another partition, or being proved):
         // their results would be discarded, so a device that has not started one drops it.
@@ -975,8 +989,8 @@ impl SchedulerActor {
             failed: self.counts.1,
             cancelled: self.counts.2,
             partitions_ready: self.ready.len(),
-            partitions_synthesizing: self.synth_in_flight,
-            host_memory_used: self.host_used,
+            partitions_synthesizing: self.synthesis.in_flight(),
+            host_memory_used: self.synthesis.host_used(),
             host_memory_budget: self.setup.host_memory_budget,
             uptime: self.started.elapsed(),
             draining: self.draining,
@@ -1044,7 +1058,7 @@ impl Handler<Synthesized> for SchedulerActor {
     type Result = ();
 
     fn handle(&mut self, msg: Synthesized, _ctx: &mut Self::Context) {
-        self.synth_in_flight = self.synth_in_flight.saturating_sub(1);
+        self.synthesis.synthesized();
         let bytes = self.jobs.get(&msg.job).map_or(0, |e| e.host_bytes);
         match (msg.result, self.jobs.get_mut(&msg.job)) {
             (Ok(payload), Some(entry)) => {
@@ -1061,16 +1075,16 @@ impl Handler<Synthesized> for SchedulerActor {
                     }
                     self.ready.insert((msg.job, msg.partition), payload);
                 } else {
-                    self.host_used = self.host_used.saturating_sub(bytes);
+                    self.synthesis.release(bytes);
                 }
             }
             (Err(reason), Some(_)) => {
-                self.host_used = self.host_used.saturating_sub(bytes);
+                self.synthesis.release(bytes);
                 self.core.fail(msg.job, reason);
             }
             (_, None) => {
                 // the job ended meanwhile; its bytes were counted against this job's size
-                self.host_used = self.host_used.saturating_sub(bytes);
+                self.synthesis.release(bytes);
             }
         }
         self.after_change();
@@ -1139,7 +1153,7 @@ impl Handler<LeftDevice> for SchedulerActor {
     /// (its job still counts it as on a device until `Done`). Its input was consumed.
     fn handle(&mut self, msg: LeftDevice, _ctx: &mut Self::Context) {
         let bytes = self.on_device.remove(&msg.lease).unwrap_or(0);
-        self.host_used = self.host_used.saturating_sub(bytes);
+        self.synthesis.release(bytes);
         if !self.core.left_device(msg.lease) {
             debug!(device = %msg.device, lease = msg.lease.0, "a lease no longer active left its device");
         }
@@ -1152,7 +1166,7 @@ impl Handler<Done> for SchedulerActor {
 
     fn handle(&mut self, msg: Done, _ctx: &mut Self::Context) {
         let bytes = self.on_device.remove(&msg.lease).unwrap_or(0);
-        self.host_used = self.host_used.saturating_sub(bytes);
+        self.synthesis.release(bytes);
         let active = self.core.is_pending(msg.lease);
         if let Some(e) = self.jobs.get_mut(&msg.job) {
             if active {
@@ -1175,7 +1189,7 @@ impl Handler<Done> for SchedulerActor {
             )
         });
         let c = self.core.complete(msg.lease, result);
-        if ok && c == crate::scheduler::Completion::Accepted {
+        if ok && c == crate::policy::Completion::Accepted {
             if let Some(e) = self.jobs.get_mut(&msg.job) {
                 e.done += 1;
                 if let Some(s) = e.partition_spans.get_mut(msg.partition) {
@@ -1225,7 +1239,7 @@ impl Handler<Withdrawn> for SchedulerActor {
 
     fn handle(&mut self, msg: Withdrawn, _ctx: &mut Self::Context) {
         let bytes = self.on_device.remove(&msg.lease).unwrap_or(0);
-        self.host_used = self.host_used.saturating_sub(bytes);
+        self.synthesis.release(bytes);
         if self.core.withdrawn(msg.lease) {
             if let Some(e) = self.jobs.get_mut(&msg.job) {
                 e.on_device = e.on_device.saturating_sub(1);

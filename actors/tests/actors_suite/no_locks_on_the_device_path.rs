@@ -45,7 +45,7 @@ fn no_lock_between_a_lease_and_a_device() {
     }
     for f in [
         "actors/src/lease.rs",
-        "actors/src/scheduler.rs",
+        "actors/src/policy.rs",
         "actors/src/driver.rs",
         "actors/src/mock.rs",
         "actors/src/engine.rs",

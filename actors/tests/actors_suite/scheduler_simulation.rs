@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use cuzk_actors::scheduler::Completion;
+use cuzk_actors::policy::Completion;
 use cuzk_actors::{
     DeviceId, Failure, FailureCause, JobOutcome, JobSpec, Lease, LeaseTable, Limits, PciAddress,
     Priority, SchedulerCore, SharedVram,

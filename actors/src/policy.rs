@@ -1,9 +1,19 @@
-//! The scheduler's state machine: jobs, priorities, leases, retries, quarantine,
-//! cancellation and lease timeouts. Pure and synchronous (`&mut self`, no clocks of its own,
-//! no threads), so the actor that owns it stays small and simulation tests can drive
-//! thousands of partitions through it in milliseconds.
+//! The scheduling policy: in what order partitions are synthesised and leased, what the host
+//! and the devices may hold, and what happens after a failure. All of it is pure and
+//! synchronous (`&mut self`, no clocks of its own, no threads), so the scheduler actor that
+//! applies it stays plumbing and simulation tests can drive thousands of partitions through
+//! it in milliseconds.
 //!
-//! Invariants it keeps (I1-I5 of docs/architecture.md):
+//! - Priorities: each kind's default class ([`default_priority`]); waiting partitions are
+//!   taken highest priority first, first come first served within a priority, both for
+//!   synthesis ([`SynthesisQueue`]) and for devices ([`SchedulerCore`]); a submission is told
+//!   how many partitions are ahead of it ([`partitions_ahead`]).
+//! - Host memory: synthesis waits while synthesised partitions hold the budget
+//!   ([`SynthesisQueue`]).
+//! - Devices: leases, retries, quarantine, cancellation and lease timeouts
+//!   ([`SchedulerCore`]).
+//!
+//! Invariants [`SchedulerCore`] keeps (I1-I5 of docs/architecture.md):
 //! - I1/I2 through the [`LeaseTable`];
 //! - I3: each partition of an accepted job is recorded done exactly once, or the job ends
 //!   failed or cancelled; results of revoked or cancelled leases are discarded;
@@ -20,26 +30,39 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+use cuzk_engine::ProofKind;
+
 use crate::error::{Error, Result};
 use crate::failure::{Failure, FailureCause};
 use crate::identity::DeviceId;
+use crate::job::WorkKind;
+pub use crate::job::{JobId, Priority};
 use crate::lease::{Lease, LeaseId, LeaseTable, SharedVram};
 
-/// Priority classes, numbered as the `cuzk.v1` wire contract numbers them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Priority {
-    /// Background work.
-    Low = 1,
-    /// PoRep C2 and SnapDeals by default.
-    Normal = 2,
-    /// WindowPoSt by default.
-    High = 3,
-    /// WinningPoSt by default: a block is at stake.
-    Critical = 4,
+/// The default priority of a kind: WinningPoSt (a block is at stake) above WindowPoSt above
+/// PoRep and SnapDeals.
+pub fn default_priority(kind: WorkKind) -> Priority {
+    match kind {
+        WorkKind::Proof(ProofKind::WinningPost) => Priority::Critical,
+        WorkKind::Proof(ProofKind::WindowPost) => Priority::High,
+        _ => Priority::Normal,
+    }
 }
 
-/// Identifies a job.
-pub type JobId = u64;
+/// Partitions of other jobs ahead of a job of `priority`, the `seq`-th submitted: those of
+/// jobs of a higher priority, or of the same priority submitted earlier. `others` holds
+/// (priority, submission order, partitions not yet proved) of every other running job.
+pub fn partitions_ahead(
+    priority: Priority,
+    seq: u64,
+    others: impl IntoIterator<Item = (Priority, u64, usize)>,
+) -> usize {
+    others
+        .into_iter()
+        .filter(|&(p, s, _)| queue_key(p, s, 0, 0) < queue_key(priority, seq, 0, 0))
+        .map(|(_, _, left)| left)
+        .sum()
+}
 
 /// What the scheduler needs to know of a job.
 #[derive(Clone, Debug)]
@@ -115,6 +138,11 @@ struct Job<T> {
 /// Waiting partitions, ordered by (priority desc, submission order, partition).
 type QueueKey = (Reverse<Priority>, u64, JobId, usize);
 
+/// Where partition `p` of `job` (of `priority`, the `seq`-th submitted) waits in a queue.
+fn queue_key(priority: Priority, seq: u64, job: JobId, p: usize) -> QueueKey {
+    (Reverse(priority), seq, job, p)
+}
+
 /// The scheduler's state. `T` is a partition's output (a proof, or a simulated token).
 pub struct SchedulerCore<T> {
     limits: Limits,
@@ -182,7 +210,7 @@ impl<T: Clone> SchedulerCore<T> {
         if !staged {
             for p in 0..spec.partitions {
                 self.waiting
-                    .insert((Reverse(spec.priority), self.seq, id, p));
+                    .insert(queue_key(spec.priority, self.seq, id, p));
             }
         }
         self.jobs.insert(
@@ -211,7 +239,7 @@ impl<T: Clone> SchedulerCore<T> {
             return false;
         }
         self.waiting
-            .insert((Reverse(job.spec.priority), job.seq, job_id, p))
+            .insert(queue_key(job.spec.priority, job.seq, job_id, p))
     }
 
     /// Staged partitions whose attempt failed and which need new input before another
@@ -391,7 +419,7 @@ impl<T: Clone> SchedulerCore<T> {
         if staged {
             self.needs_input.push((job_id, p));
         } else {
-            self.waiting.insert((Reverse(priority), seq, job_id, p));
+            self.waiting.insert(queue_key(priority, seq, job_id, p));
         }
     }
 
@@ -564,5 +592,145 @@ impl<T: Clone> SchedulerCore<T> {
     /// Devices quarantined so far.
     pub fn quarantined(&self) -> &[DeviceId] {
         &self.quarantined
+    }
+}
+
+/// The partitions waiting for synthesis, and what synthesis may take of the host. A
+/// partition goes to a synthesis worker, highest priority first (first come first served
+/// within a priority), while a worker is free and the host-memory budget allows; one
+/// partition may always be in flight, so a budget smaller than a partition still makes
+/// progress, one at a time. A partition's bytes count from then until the scheduler releases
+/// them (its input was consumed by a device, or dropped).
+#[derive(Debug)]
+pub struct SynthesisQueue {
+    waiting: BTreeSet<QueueKey>,
+    workers: usize,
+    in_flight: usize,
+    host_budget: u64,
+    host_used: u64,
+}
+
+impl SynthesisQueue {
+    /// A queue for `workers` synthesis workers (at least 1) under `host_budget` bytes.
+    pub fn new(workers: usize, host_budget: u64) -> Self {
+        SynthesisQueue {
+            waiting: BTreeSet::new(),
+            workers: workers.max(1),
+            in_flight: 0,
+            host_budget,
+            host_used: 0,
+        }
+    }
+
+    /// Queues partition `p` of `job`, of `priority` and the `seq`-th submitted.
+    pub fn push(&mut self, priority: Priority, seq: u64, job: JobId, p: usize) {
+        self.waiting.insert(queue_key(priority, seq, job, p));
+    }
+
+    /// The next partition to synthesise and its bytes, if a worker is free and the budget
+    /// allows; its bytes count as used from now. `host_bytes(job)` is what one partition of
+    /// `job` holds in host memory once synthesised, or `None` for a job that cannot be
+    /// synthesised (any more): its waiting partitions are dropped.
+    pub fn next(
+        &mut self,
+        host_bytes: impl Fn(JobId) -> Option<u64>,
+    ) -> Option<(JobId, usize, u64)> {
+        while self.in_flight < self.workers {
+            let &key = self.waiting.iter().next()?;
+            let (_, _, job, p) = key;
+            let Some(bytes) = host_bytes(job) else {
+                self.forget(job);
+                continue;
+            };
+            if self.host_used > 0 && self.host_used.saturating_add(bytes) > self.host_budget {
+                return None;
+            }
+            self.waiting.remove(&key);
+            self.in_flight += 1;
+            self.host_used += bytes;
+            return Some((job, p, bytes));
+        }
+        None
+    }
+
+    /// A synthesis sent by [`next`](Self::next) has ended: its worker is free.
+    pub fn synthesized(&mut self) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// `bytes` of host memory counted by [`next`](Self::next) are free again.
+    pub fn release(&mut self, bytes: u64) {
+        self.host_used = self.host_used.saturating_sub(bytes);
+    }
+
+    /// Drops the waiting partitions of `job`.
+    pub fn forget(&mut self, job: JobId) {
+        self.waiting.retain(|k| k.2 != job);
+    }
+
+    /// Syntheses in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Host memory held by synthesised partitions (and those being synthesised).
+    pub fn host_used(&self) -> u64 {
+        self.host_used
+    }
+
+    /// The budget for it.
+    pub fn host_budget(&self) -> u64 {
+        self.host_budget
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthesis_takes_priority_order_within_workers_and_budget() {
+        let mut q = SynthesisQueue::new(2, 100);
+        q.push(Priority::Normal, 1, 1, 0);
+        q.push(Priority::Normal, 1, 1, 1);
+        q.push(Priority::Critical, 2, 2, 0);
+        let bytes = |_| Some(60);
+        // the critical job first, although submitted later; the second does not fit beside it
+        assert_eq!(q.next(bytes), Some((2, 0, 60)));
+        assert_eq!(q.next(bytes), None);
+        q.synthesized();
+        q.release(60);
+        assert_eq!(q.next(bytes), Some((1, 0, 60)));
+        assert_eq!((q.in_flight(), q.host_used()), (1, 60));
+        // a job that cannot be synthesised any more loses its waiting partitions
+        assert_eq!(q.next(|_| None), None);
+        q.synthesized();
+        q.release(60);
+        assert_eq!(q.next(bytes), None);
+    }
+
+    #[test]
+    fn one_partition_always_runs_whatever_the_budget() {
+        let mut q = SynthesisQueue::new(4, 10);
+        q.push(Priority::Low, 1, 1, 0);
+        q.push(Priority::Low, 1, 1, 1);
+        assert_eq!(q.next(|_| Some(50)), Some((1, 0, 50)));
+        assert_eq!(q.next(|_| Some(50)), None);
+    }
+
+    #[test]
+    fn partitions_ahead_count_higher_priorities_and_earlier_peers() {
+        let others = [
+            (Priority::Critical, 5, 3),
+            (Priority::Normal, 1, 4),
+            (Priority::Normal, 9, 7),
+            (Priority::Low, 0, 100),
+        ];
+        assert_eq!(partitions_ahead(Priority::Normal, 2, others), 3 + 4);
+        assert_eq!(
+            default_priority(WorkKind::Proof(ProofKind::WinningPost)),
+            Priority::Critical
+        );
+        assert_eq!(default_priority(WorkKind::Simulated), Priority::Normal);
     }
 }
