@@ -5,6 +5,9 @@
 //! The actors run on the engine's own threads (one for the scheduler, a pool for synthesis,
 //! one per device); the handle only sends messages, so it is cheap to clone and safe to use
 //! from any thread.
+//!
+//! Its configuration is in [`crate::config`] and what it reports in [`crate::report`]; both
+//! are re-exported here.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,330 +15,29 @@ use std::time::{Duration, Instant};
 
 use actix::{Addr, System};
 use crossbeam_channel::Receiver;
-use cuzk_engine::{circuits, ProofKind, ProofRequest, ProveOptions, RegisteredProof, SrsStore};
+use cuzk_engine::{circuits, ProofKind, ProofRequest, RegisteredProof, SrsStore};
 use futures::channel::oneshot;
 use tracing::{info, warn};
 
+pub use crate::config::{
+    DeviceChoice, EngineConfig, SubmitOptions, DEFAULT_SYNTHESIS_NICENESS, MAX_SYNTHESIS_NICENESS,
+};
 use crate::device::{resolve, DeviceInfo, DeviceSelector};
 use crate::driver::{CpuDriver, CudaDriver, DeviceDriver};
 use crate::error::{Error, Result};
-use crate::identity::DeviceId;
 use crate::job::{JobId, Priority, WorkKind};
-use crate::mock::MockDriver;
-use crate::policy::{default_priority, Limits};
+use crate::policy::default_priority;
+use crate::report::JobProgress;
+pub use crate::report::{
+    DeviceStatus, EngineStatus, JobHook, JobReport, JobResult, JobTimings, QueueStatus,
+    ReportOutcome, SrsStatus, Submitted,
+};
 use crate::runtime::scheduler::{SchedulerActor, SchedulerSetup};
 use crate::runtime::{
-    Await, Cancel, GetStatus, JobInput, JobProgress, PreloadDevices, Shared, Shutdown, Submit,
+    Await, Cancel, GetStatus, JobInput, PreloadDevices, Shared, Shutdown, Submit,
 };
 use crate::trace::{write_chrome_trace, TraceEvent, TraceSink};
 use crate::work::SimulatedJob;
-
-/// Which devices the engine proves on.
-#[derive(Clone)]
-pub enum DeviceChoice {
-    /// Every GPU found (with a CUDA backend in this build), else the CPU.
-    Auto,
-    /// The host CPU only.
-    Cpu,
-    /// These GPUs (by PCI address or UUID; an ordinal is resolved once, at start). Empty:
-    /// every GPU found. An error when none is found.
-    Gpus(Vec<DeviceSelector>),
-    /// These GPUs (as [`DeviceChoice::Gpus`]), each proving through the `dual` backend
-    /// ([`cuzk_engine::DualBackend`]): every operation on the CPU and on the GPU, compared
-    /// before the next one; a difference fails the partition, naming the operation. A debug
-    /// backend, slower than the CPU alone. An error when no GPU is found.
-    Dual(Vec<DeviceSelector>),
-    /// Devices of another driver (mock devices for simulations), selected as above.
-    Driver(Arc<dyn DeviceDriver>, Vec<DeviceSelector>),
-}
-
-impl DeviceChoice {
-    /// Every device of a mock driver.
-    pub fn mock(driver: &MockDriver) -> Self {
-        DeviceChoice::Driver(Arc::new(driver.clone()), Vec::new())
-    }
-}
-
-impl std::fmt::Debug for DeviceChoice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DeviceChoice::Auto => f.write_str("Auto"),
-            DeviceChoice::Cpu => f.write_str("Cpu"),
-            DeviceChoice::Gpus(s) => write!(f, "Gpus({s:?})"),
-            DeviceChoice::Dual(s) => write!(f, "Dual({s:?})"),
-            DeviceChoice::Driver(d, s) => write!(f, "Driver({}, {s:?})", d.name()),
-        }
-    }
-}
-
-/// The synthesis threads' default OS niceness ([`EngineConfig::synthesis_niceness`]).
-pub const DEFAULT_SYNTHESIS_NICENESS: i32 = 10;
-
-/// The highest niceness the OS gives a thread: front ends accept 0 to this for
-/// [`EngineConfig::synthesis_niceness`], and the engine clamps larger values to it.
-pub const MAX_SYNTHESIS_NICENESS: i32 = 19;
-
-/// How the engine is set up.
-#[derive(Clone)]
-pub struct EngineConfig {
-    /// Parameter directory (`.params`/`.vk` files).
-    pub params_dir: PathBuf,
-    /// Where recorded circuits (PCE) are cached: `None` = `$CUZK_PCE_CACHE` or
-    /// `<params_dir>/cuzk-pce`.
-    pub pce_dir: Option<PathBuf>,
-    /// Devices.
-    pub devices: DeviceChoice,
-    /// Prover threads of the CPU device (default: one per core).
-    pub cpu_threads: Option<usize>,
-    /// Synthesis workers (threads building witnesses), at least 1.
-    pub synthesis_workers: usize,
-    /// Host memory synthesised partitions may hold before synthesis waits, in bytes.
-    pub host_memory_budget: u64,
-    /// Retries, quarantine, lease timeout.
-    pub limits: Limits,
-    /// Unfinished partitions the engine accepts in all; beyond, submit pushes back.
-    pub max_outstanding_partitions: usize,
-    /// A job not finished within this time fails (per-request timeouts override it).
-    pub job_timeout: Option<Duration>,
-    /// Randomness, verification, PCE.
-    pub prove: ProveOptions,
-    /// Priority overrides per kind (defaults: WinningPoSt critical, WindowPoSt high, others
-    /// normal).
-    pub priorities: Vec<(ProofKind, Priority)>,
-    /// Write a Chrome/Perfetto trace of the run here at shutdown.
-    pub trace_file: Option<PathBuf>,
-    /// Called once per finished job (metrics); must be quick.
-    pub on_job_done: Option<JobHook>,
-    /// How often lease timeouts are checked.
-    pub tick: Duration,
-    /// Finished jobs whose results are kept for late waiters (oldest dropped first; a wait
-    /// for a dropped result answers `UnknownJob`). Size it above the number of jobs a caller
-    /// may submit before waiting for them.
-    pub retain_results: usize,
-    /// Leases a GPU may hold at once: 2 (default) uploads the next partition while the
-    /// current one's kernels run, where the device's memory holds both reservations; 1
-    /// proves strictly one partition after the other.
-    pub gpu_pipeline_depth: usize,
-    /// Device memory each GPU's leases may use in all, bytes (`None`: the whole card, less
-    /// what the context takes): an 80 GB card then stands in for a smaller one. Circuits
-    /// whose bases and a partition's working memory do not fit are streamed from host
-    /// memory; a partition that does not fit even so fails at preparation, before any device
-    /// work, with the bytes it needs.
-    pub gpu_memory_limit: Option<u64>,
-    /// Streams every circuit's bases in chunks of this many G1 points, even where they
-    /// would fit resident (`None`: automatic). For tests and benchmarks of the streamed path.
-    pub gpu_stream_chunk: Option<usize>,
-    /// OS niceness (0-19) of the threads that synthesise (the synthesis workers, and the
-    /// engine's own pool, one thread per core, for synthesis's parallel loops). Above the
-    /// device and verification threads' 0, so that a device thread never waits for a core
-    /// behind synthesis when the host is full. 0 leaves them as they are. Linux only (the
-    /// setting is ignored elsewhere); a failure to set it is logged, not fatal.
-    pub synthesis_niceness: i32,
-}
-
-impl EngineConfig {
-    /// Defaults: automatic devices, two synthesis workers, half the host memory... see the
-    /// field docs; parameters from `params_dir`.
-    pub fn new(params_dir: impl Into<PathBuf>) -> Self {
-        EngineConfig {
-            params_dir: params_dir.into(),
-            pce_dir: None,
-            devices: DeviceChoice::Auto,
-            cpu_threads: None,
-            synthesis_workers: 2,
-            host_memory_budget: 16 << 30,
-            limits: Limits::default(),
-            max_outstanding_partitions: 10_000,
-            job_timeout: None,
-            prove: ProveOptions::default(),
-            priorities: Vec::new(),
-            trace_file: None,
-            on_job_done: None,
-            tick: Duration::from_millis(50),
-            retain_results: 4096,
-            gpu_pipeline_depth: 2,
-            gpu_memory_limit: None,
-            gpu_stream_chunk: None,
-            synthesis_niceness: DEFAULT_SYNTHESIS_NICENESS,
-        }
-    }
-}
-
-/// Per-request options.
-#[derive(Clone, Debug, Default)]
-pub struct SubmitOptions {
-    /// Priority (default: the kind's).
-    pub priority: Option<Priority>,
-    /// The caller's request id, as node software labels its requests (Curio:
-    /// `porep-<miner>-<sector>`, `wdpost-<miner>-<deadline>-<rand>`, ...). The same id with
-    /// the same content attaches to the job while it runs and returns its proof while the
-    /// result is kept; after a failure or a cancellation the request runs again; the same id
-    /// with other content is another job.
-    pub request_id: Option<String>,
-    /// Fail the job if it has not finished within this time.
-    pub timeout: Option<Duration>,
-}
-
-/// An accepted submission.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Submitted {
-    /// The job.
-    pub job: JobId,
-    /// True when `request_id` matched a job already submitted (nothing new was queued).
-    pub existing: bool,
-    /// Partitions of other jobs ahead of this one.
-    pub queue_position: usize,
-}
-
-/// Measured durations of a job (wall clock).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct JobTimings {
-    /// From submission until its first partition reached a device.
-    pub queue_wait: Duration,
-    /// Loading parameters (zero when already loaded).
-    pub srs_load: Duration,
-    /// Synthesis, summed over partitions (including re-synthesis after failures).
-    pub synthesis: Duration,
-    /// Device time, summed over partition attempts. Verifying a proof is not in it: that
-    /// runs on the host after the proof has left its device, beside the device's next
-    /// partition, and counts in `total`.
-    pub gpu_compute: Duration,
-    /// Submission to result.
-    pub total: Duration,
-}
-
-/// A finished job's proof.
-#[derive(Clone, Debug)]
-pub struct JobResult {
-    /// The job.
-    pub job: JobId,
-    /// What it was.
-    pub kind: WorkKind,
-    /// The partitions' compressed proofs (192 bytes each), concatenated in order.
-    pub proof: Vec<u8>,
-    /// Number of partitions.
-    pub partitions: usize,
-    /// Whether every partition was verified before it was accepted.
-    pub verified: bool,
-    /// Timings.
-    pub timings: JobTimings,
-    /// Devices that proved its partitions.
-    pub devices: Vec<DeviceId>,
-}
-
-/// How a job ended, for [`JobReport`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ReportOutcome {
-    /// Proved.
-    Completed,
-    /// Failed: its cause and message.
-    Failed(crate::failure::Failure),
-    /// Cancelled (with a reason when the engine did it).
-    Cancelled(Option<String>),
-}
-
-/// The `on_job_done` callback: called on the scheduler's thread once per finished job.
-pub type JobHook = Arc<dyn Fn(&JobReport) + Send + Sync>;
-
-/// What `on_job_done` receives for every finished job.
-#[derive(Clone, Debug)]
-pub struct JobReport {
-    /// The job.
-    pub job: JobId,
-    /// What it was.
-    pub kind: WorkKind,
-    /// Partitions.
-    pub partitions: usize,
-    /// How it ended.
-    pub outcome: ReportOutcome,
-    /// Timings.
-    pub timings: JobTimings,
-    /// Devices that ran its partitions.
-    pub devices: Vec<DeviceId>,
-}
-
-/// One device in a status report.
-#[derive(Clone, Debug)]
-pub struct DeviceStatus {
-    /// Identity, ordinal at start-up, name, memory.
-    pub info: DeviceInfo,
-    /// Memory leases may reserve in all.
-    pub usable_vram: u64,
-    /// Memory reserved by active leases.
-    pub vram_leased: u64,
-    /// Partition running now: (job, kind, partition).
-    pub current: Option<(JobId, WorkKind, usize)>,
-    /// Quarantined after repeated failures.
-    pub quarantined: bool,
-    /// Why the device is out of service (failed to open, lost), if it is.
-    pub down: Option<String>,
-    /// Time spent proving.
-    pub busy: Duration,
-    /// Partitions proved.
-    pub partitions_ok: u64,
-    /// Attempts that failed.
-    pub partitions_failed: u64,
-    /// How its last partition reached its parameters and the device memory measured (GPUs
-    /// after their first partition).
-    pub memory: Option<cuzk_engine::MemoryReport>,
-}
-
-/// Work of one kind in a status report.
-#[derive(Clone, Debug)]
-pub struct QueueStatus {
-    /// The kind.
-    pub kind: WorkKind,
-    /// Jobs running.
-    pub jobs: usize,
-    /// Partitions not yet on a device.
-    pub pending: usize,
-    /// Partitions on a device now.
-    pub in_progress: usize,
-}
-
-/// A loaded parameter set in a status report.
-#[derive(Clone, Debug)]
-pub struct SrsStatus {
-    /// Parameter-cache identifier.
-    pub identifier: String,
-    /// Host memory it occupies.
-    pub size_bytes: u64,
-    /// Size of its file.
-    pub file_bytes: u64,
-    /// Running jobs proving with it now.
-    pub users: usize,
-}
-
-/// A snapshot of the engine.
-#[derive(Clone, Debug)]
-pub struct EngineStatus {
-    /// Every device, ordered by physical identity.
-    pub devices: Vec<DeviceStatus>,
-    /// Running work per kind.
-    pub queues: Vec<QueueStatus>,
-    /// Loaded parameter sets.
-    pub srs: Vec<SrsStatus>,
-    /// Jobs not finished.
-    pub jobs_running: usize,
-    /// Jobs completed since start.
-    pub completed: u64,
-    /// Jobs failed since start.
-    pub failed: u64,
-    /// Jobs cancelled since start.
-    pub cancelled: u64,
-    /// Partitions synthesised and waiting for a device.
-    pub partitions_ready: usize,
-    /// Partitions being synthesised.
-    pub partitions_synthesizing: usize,
-    /// Host memory held by synthesised partitions.
-    pub host_memory_used: u64,
-    /// The budget for it.
-    pub host_memory_budget: u64,
-    /// Since start.
-    pub uptime: Duration,
-    /// Shutting down.
-    pub draining: bool,
-}
 
 struct Inner {
     addr: Addr<SchedulerActor>,

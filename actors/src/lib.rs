@@ -9,7 +9,9 @@
 //!
 //! | module | holds |
 //! |---|---|
-//! | [`engine`] | the [`Engine`] handle users embed, its configuration and reports |
+//! | [`engine`] | the [`Engine`] handle users embed |
+//! | [`config`] | how an engine is set up, and the options of a submission |
+//! | [`report`] | what an engine reports: results, job reports, progress, status |
 //! | [`identity`] | what a device physically is: PCI address and UUID |
 //! | [`device`] | devices as discovered, configuration selectors, resolution |
 //! | [`driver`] | device drivers: discovery, opening on the device thread, proving (CPU, CUDA, dual) |
@@ -27,6 +29,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod device;
 pub mod driver;
 pub mod engine;
@@ -37,6 +40,7 @@ pub mod job;
 pub mod lease;
 pub mod mock;
 pub mod policy;
+pub mod report;
 mod runtime;
 pub mod trace;
 pub mod work;
@@ -44,13 +48,12 @@ pub mod work;
 /// The scheduling policy under its earlier name: [`policy`].
 pub use policy as scheduler;
 
+pub use config::{
+    DeviceChoice, EngineConfig, SubmitOptions, DEFAULT_SYNTHESIS_NICENESS, MAX_SYNTHESIS_NICENESS,
+};
 pub use device::{DeviceInfo, DeviceSelector};
 pub use driver::{DeviceDriver, DeviceWorker};
-pub use engine::{
-    cuda_driver, dual_driver, DeviceChoice, DeviceStatus, Engine, EngineConfig, EngineStatus,
-    JobHook, JobReport, JobResult, JobTimings, QueueStatus, ReportOutcome, SrsStatus,
-    SubmitOptions, Submitted, DEFAULT_SYNTHESIS_NICENESS, MAX_SYNTHESIS_NICENESS,
-};
+pub use engine::{cuda_driver, dual_driver, Engine};
 pub use error::{Error, Result};
 pub use failure::{DeviceFault, Failure, FailureCause};
 pub use identity::{DeviceId, PciAddress};
@@ -58,5 +61,8 @@ pub use job::{JobId, Priority, WorkKind};
 pub use lease::{Lease, LeaseId, LeaseTable, SharedVram};
 pub use mock::{Interval, MockDevice, MockDriver, MockRecorder};
 pub use policy::{JobOutcome, JobSpec, Limits, SchedulerCore, SynthesisQueue};
-pub use runtime::{DeviceLive, JobProgress};
+pub use report::{
+    DeviceLive, DeviceStatus, EngineStatus, JobHook, JobProgress, JobReport, JobResult, JobTimings,
+    QueueStatus, ReportOutcome, SrsStatus, Submitted,
+};
 pub use work::SimulatedJob;

@@ -21,42 +21,13 @@ use cuzk_engine::{RegisteredProof, Srs};
 use dashmap::DashMap;
 use futures::channel::oneshot;
 
-use crate::engine::{EngineStatus, JobResult, Submitted};
 use crate::error::Result;
 use crate::failure::{DeviceFault, Failure};
 use crate::identity::DeviceId;
 use crate::job::{JobId, Priority, WorkKind};
 use crate::lease::{Lease, LeaseId};
+use crate::report::{DeviceLive, EngineStatus, JobProgress, JobResult, Submitted};
 use crate::work::{PartitionWork, Payload, SimulatedJob};
-
-/// Live counters of one device, written by its actor, read by status without a round trip.
-#[derive(Clone, Debug, Default)]
-pub struct DeviceLive {
-    /// Time spent proving.
-    pub busy: Duration,
-    /// Partitions proved (and verified, for real ones).
-    pub partitions_ok: u64,
-    /// Attempts that failed.
-    pub partitions_failed: u64,
-    /// The partition running now: (job, partition).
-    pub current: Option<(JobId, usize)>,
-    /// The device backend's account after its last partition: resident or streamed
-    /// parameters, bytes streamed, measured peak of device memory.
-    pub memory: Option<cuzk_engine::MemoryReport>,
-}
-
-/// Progress of one job, written by the scheduler, read by callers without a round trip.
-#[derive(Clone, Debug)]
-pub struct JobProgress {
-    /// What the job is.
-    pub kind: WorkKind,
-    /// Partitions in all.
-    pub partitions: usize,
-    /// Partitions synthesised so far (attempts, including re-synthesis after a failure).
-    pub synthesized: usize,
-    /// Partitions proved.
-    pub proved: usize,
-}
 
 /// State shared between the handle and the actors: concurrent maps of counters only; no
 /// decision is taken from them.

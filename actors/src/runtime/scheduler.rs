@@ -20,22 +20,22 @@ use tracing::{debug, info, info_span, warn};
 use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
-    Aggregated, Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, JobProgress,
-    LeftDevice, Preload, PreloadDevices, Prepare, Prepared, Pull, PullHandled, RequestKey, Run,
-    Shared, Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized, Withdraw, Withdrawn,
+    Aggregated, Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, LeftDevice, Preload,
+    PreloadDevices, Prepare, Prepared, Pull, PullHandled, RequestKey, Run, Shared, Shutdown,
+    StopDevice, Submit, SynthInput, Synthesize, Synthesized, Withdraw, Withdrawn,
 };
 use crate::device::DeviceInfo;
 use crate::driver::DeviceDriver;
-use crate::engine::{
-    DeviceStatus, EngineStatus, JobReport, JobResult, JobTimings, QueueStatus, ReportOutcome,
-    SrsStatus, Submitted,
-};
 use crate::error::{Error, Result};
 use crate::failure::{DeviceFault, Failure, FailureCause};
 use crate::identity::DeviceId;
 use crate::job::{JobId, Priority, WorkKind};
 use crate::lease::{LeaseId, SharedVram};
 use crate::policy::{partitions_ahead, JobOutcome, JobSpec, Limits, SchedulerCore, SynthesisQueue};
+use crate::report::{
+    DeviceStatus, EngineStatus, JobProgress, JobReport, JobResult, JobTimings, QueueStatus,
+    ReportOutcome, SrsStatus, Submitted,
+};
 use crate::trace::TraceSink;
 use crate::work::{PartitionWork, Payload, SimulatedJob};
 
@@ -56,7 +56,7 @@ pub(crate) struct SchedulerSetup {
     pub prove: cuzk_engine::ProveOptions,
     pub tick: Duration,
     pub retain_results: usize,
-    pub on_job_done: Option<crate::engine::JobHook>,
+    pub on_job_done: Option<crate::report::JobHook>,
     pub shared: Arc<Shared>,
     pub trace: TraceSink,
 }

@@ -55,7 +55,7 @@ pub(crate) fn lower_this_thread(niceness: i32) {
         let tid = rustix::thread::gettid();
         if let Err(e) = rustix::process::setpriority_process(
             Some(tid),
-            niceness.min(crate::engine::MAX_SYNTHESIS_NICENESS),
+            niceness.min(crate::config::MAX_SYNTHESIS_NICENESS),
         ) {
             tracing::warn!(niceness, error = %e, "cannot lower a synthesis thread's priority");
         }
