@@ -28,10 +28,9 @@ use blstrs::{Bls12, Scalar};
 use cuzk_engine::Srs;
 use tracing::{debug, info_span, warn};
 
-use super::scheduler::SchedulerActor;
 use super::{
-    Began, DeviceDown, Done, LeftDevice, Preload, Pull, PullHandled, Run, Shared, StopDevice,
-    Withdraw, Withdrawn,
+    Began, DeviceDown, Done, LeftDevice, Preload, Pull, PullHandled, Run, SchedulerInbox, Shared,
+    StopDevice, Withdraw, Withdrawn,
 };
 use crate::device::DeviceInfo;
 use crate::driver::{DeviceDriver, DeviceWorker, Proved};
@@ -45,7 +44,7 @@ pub(crate) struct DeviceActor {
     track: String,
     driver: Arc<dyn DeviceDriver>,
     worker: Option<Box<dyn DeviceWorker>>,
-    scheduler: Addr<SchedulerActor>,
+    scheduler: SchedulerInbox,
     shared: Arc<Shared>,
     trace: TraceSink,
     verify: bool,
@@ -83,7 +82,7 @@ impl DeviceActor {
     pub(crate) fn spawn(
         info: DeviceInfo,
         driver: Arc<dyn DeviceDriver>,
-        scheduler: Addr<SchedulerActor>,
+        scheduler: SchedulerInbox,
         shared: Arc<Shared>,
         trace: TraceSink,
         verify: bool,
@@ -137,7 +136,7 @@ impl DeviceActor {
     /// Sends one `Pull`.
     fn pull(&mut self) {
         self.unanswered += 1;
-        self.scheduler.do_send(Pull(self.info.id));
+        self.scheduler.pull.do_send(Pull(self.info.id));
     }
 
     /// Queues a `Process` unless one is queued already or there is nothing to prove.
@@ -347,14 +346,14 @@ impl Actor for DeviceActor {
             }
             Ok(Err(e)) => {
                 self.lost = true;
-                self.scheduler.do_send(DeviceDown {
+                self.scheduler.device_down.do_send(DeviceDown {
                     device: self.info.id,
                     reason: e.to_string(),
                 });
             }
             Err(_) => {
                 self.lost = true;
-                self.scheduler.do_send(DeviceDown {
+                self.scheduler.device_down.do_send(DeviceDown {
                     device: self.info.id,
                     reason: "panicked while opening".into(),
                 });
@@ -398,7 +397,9 @@ impl Handler<Withdraw> for DeviceActor {
         };
         let (job, partition) = (run.work.job, run.work.partition);
         debug!(device = %self.info.id, job, partition, "queued lease withdrawn; not proved");
-        self.scheduler.do_send(Withdrawn { lease: msg.0, job });
+        self.scheduler
+            .withdrawn
+            .do_send(Withdrawn { lease: msg.0, job });
         if !self.lost {
             self.pull();
         }
@@ -541,7 +542,7 @@ impl DeviceActor {
         if let Some(mut live) = self.shared.devices.get_mut(&self.info.id) {
             live.current = Some((job, partition));
         }
-        self.scheduler.do_send(Began(lease));
+        self.scheduler.began.do_send(Began(lease));
         Meta {
             job,
             partition,
@@ -622,7 +623,7 @@ struct Meta {
 
 /// How an attempt is reported, from the device's thread or a verification thread.
 struct Report {
-    scheduler: Addr<SchedulerActor>,
+    scheduler: SchedulerInbox,
     shared: Arc<Shared>,
     device: crate::identity::DeviceId,
     lease: crate::lease::LeaseId,
@@ -639,7 +640,7 @@ impl Report {
             live.current = None;
             live.busy += self.took;
         }
-        self.scheduler.do_send(LeftDevice {
+        self.scheduler.left_device.do_send(LeftDevice {
             device: self.device,
             lease: self.lease,
         });
@@ -653,7 +654,7 @@ impl Report {
                 Err(_) => live.partitions_failed += 1,
             }
         }
-        self.scheduler.do_send(Done {
+        self.scheduler.done.do_send(Done {
             device: self.device,
             lease: self.lease,
             job: self.job,

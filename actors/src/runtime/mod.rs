@@ -12,7 +12,7 @@ pub(crate) mod synthesis;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Message;
+use actix::{Actor, Addr, Context, Handler, Message, Recipient};
 use blstrs::Scalar;
 use cuzk_engine::aggregate::Aggregation;
 use cuzk_engine::circuits::PartitionCircuit;
@@ -286,4 +286,46 @@ impl Message for PreloadDevices {
 pub(crate) struct StopDevice;
 impl Message for StopDevice {
     type Result = ();
+}
+
+/// The scheduler as the actors it starts reach it: one recipient per message they send it,
+/// all into the scheduler's one mailbox, so the messages of one sender arrive in the order
+/// sent. Device and synthesis actors hold this rather than the scheduler's address.
+#[derive(Clone)]
+pub(crate) struct SchedulerInbox {
+    pub pull: Recipient<Pull>,
+    pub began: Recipient<Began>,
+    pub left_device: Recipient<LeftDevice>,
+    pub done: Recipient<Done>,
+    pub withdrawn: Recipient<Withdrawn>,
+    pub device_down: Recipient<DeviceDown>,
+    pub prepared: Recipient<Prepared>,
+    pub synthesized: Recipient<Synthesized>,
+}
+
+impl SchedulerInbox {
+    /// The inbox of the scheduler at `addr`.
+    pub fn of<S>(addr: &Addr<S>) -> Self
+    where
+        S: Actor<Context = Context<S>>
+            + Handler<Pull>
+            + Handler<Began>
+            + Handler<LeftDevice>
+            + Handler<Done>
+            + Handler<Withdrawn>
+            + Handler<DeviceDown>
+            + Handler<Prepared>
+            + Handler<Synthesized>,
+    {
+        SchedulerInbox {
+            pull: addr.clone().recipient(),
+            began: addr.clone().recipient(),
+            left_device: addr.clone().recipient(),
+            done: addr.clone().recipient(),
+            withdrawn: addr.clone().recipient(),
+            device_down: addr.clone().recipient(),
+            prepared: addr.clone().recipient(),
+            synthesized: addr.clone().recipient(),
+        }
+    }
 }

@@ -21,8 +21,8 @@ use super::device::DeviceActor;
 use super::synthesis::SynthesisActor;
 use super::{
     Aggregated, Await, Began, Cancel, DeviceDown, Done, GetStatus, JobInput, LeftDevice, Preload,
-    PreloadDevices, Prepare, Prepared, Pull, PullHandled, RequestKey, Run, Shared, Shutdown,
-    StopDevice, Submit, SynthInput, Synthesize, Synthesized, Withdraw, Withdrawn,
+    PreloadDevices, Prepare, Prepared, Pull, PullHandled, RequestKey, Run, SchedulerInbox, Shared,
+    Shutdown, StopDevice, Submit, SynthInput, Synthesize, Synthesized, Withdraw, Withdrawn,
 };
 use crate::device::DeviceInfo;
 use crate::driver::DeviceDriver;
@@ -221,7 +221,8 @@ impl SchedulerActor {
         let core = SchedulerCore::new(leases, setup.limits.clone());
         let mut device_err = None;
         let addr = SchedulerActor::create(|ctx| {
-            let me = ctx.address();
+            let inbox = SchedulerInbox::of(&ctx.address());
+            let synthesis_inbox = inbox.clone();
             let store = setup.store.clone();
             let trace = setup.trace.clone();
             let workers = setup.synthesis_workers.max(1);
@@ -234,7 +235,7 @@ impl SchedulerActor {
                 let i = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 SynthesisActor {
                     store: store.clone(),
-                    scheduler: me.clone(),
+                    scheduler: synthesis_inbox.clone(),
                     trace: trace.clone(),
                     track: format!("synthesis {}", i % workers),
                     pool: pool.clone(),
@@ -246,7 +247,7 @@ impl SchedulerActor {
                 let addr = match DeviceActor::spawn(
                     info.clone(),
                     setup.driver.clone(),
-                    ctx.address(),
+                    inbox.clone(),
                     setup.shared.clone(),
                     setup.trace.clone(),
                     setup.prove.verify,

@@ -7,21 +7,20 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
-use actix::{Actor, Addr, Handler, SyncContext};
+use actix::{Actor, Handler, SyncContext};
 use cuzk_engine::prover::check_shape;
 use cuzk_engine::synthesis::synthesize_partition;
 use cuzk_engine::SrsStore;
 use tracing::info_span;
 
-use super::scheduler::SchedulerActor;
-use super::{Prepare, Prepared, SynthInput, Synthesize, Synthesized};
+use super::{Prepare, Prepared, SchedulerInbox, SynthInput, Synthesize, Synthesized};
 use crate::failure::{Failure, FailureCause};
 use crate::trace::TraceSink;
 use crate::work::Payload;
 
 pub(crate) struct SynthesisActor {
     pub store: Arc<SrsStore>,
-    pub scheduler: Addr<SchedulerActor>,
+    pub scheduler: SchedulerInbox,
     pub trace: TraceSink,
     pub track: String,
     /// The engine's synthesis pool, for the parallel loops of a partition synthesised alone
@@ -113,7 +112,7 @@ impl Handler<Prepare> for SynthesisActor {
             None,
             msg.params_identifier,
         );
-        self.scheduler.do_send(Prepared {
+        self.scheduler.prepared.do_send(Prepared {
             job: msg.job,
             result,
         });
@@ -150,7 +149,7 @@ impl Handler<Synthesize> for SynthesisActor {
             Some(partition),
             if result.is_ok() { "ok" } else { "failed" },
         );
-        self.scheduler.do_send(Synthesized {
+        self.scheduler.synthesized.do_send(Synthesized {
             job,
             partition,
             result,
