@@ -321,91 +321,22 @@ impl SchedulerActor {
             .count()
     }
 
+    /// Accepts a new job (its parameters are asked for at once), or answers with the job
+    /// its request key already names.
     fn accept(&mut self, msg: Submit, ctx: &mut Context<Self>) -> Result<Submitted> {
-        if let Some(&id) = msg
-            .request_key
-            .as_ref()
-            .and_then(|r| self.request_ids.get(r))
-        {
-            let live_or_proved =
-                self.is_live(id) || matches!(self.finished.get(&id), Some(Finished::Ok(_)));
-            if live_or_proved {
-                return Ok(Submitted {
-                    job: id,
-                    existing: true,
-                    queue_position: self.queue_position(id),
-                });
-            }
+        if let Some(existing) = self.existing_job(msg.request_key.as_ref()) {
+            return Ok(existing);
         }
-        if self.draining {
-            return Err(Error::ShuttingDown);
-        }
-        if self.usable_devices() == 0 {
-            return Err(Error::NoDevice(self.down_reasons()));
-        }
-        if matches!(msg.input, JobInput::Simulated(_)) && self.setup.driver.name() != "mock" {
-            return Err(Error::Rejected(
-                "simulated jobs run only on mock devices".into(),
-            ));
-        }
+        self.admit(&msg)?;
         let partitions = msg.input.partitions();
-        let live = self.live_partitions();
-        if live + partitions > self.setup.max_outstanding_partitions {
-            return Err(Error::Backpressure(live));
-        }
         let id = self.core.submit_staged(JobSpec {
             priority: msg.priority,
             partitions,
             vram_per_partition: 0,
         })?;
         self.seq += 1;
-        let sector_size = match &msg.input {
-            JobInput::Proof { proof, .. } => proof.sector_size.to_string(),
-            JobInput::Simulated(_) => String::new(),
-        };
-        let span = tracing::info_span!(
-            parent: None,
-            "job",
-            job = id,
-            kind = %msg.kind,
-            sector_size = %sector_size,
-            request_id = msg.request_key.as_ref().map_or("", |(r, _)| r.as_str()),
-            partitions
-        );
-        let partition_spans: Vec<tracing::Span> = (0..partitions)
-            .map(|p| tracing::info_span!(parent: &span, "partition", job = id, partition = p))
-            .collect();
-        let input = match msg.input {
-            JobInput::Proof {
-                proof,
-                params_identifier,
-                shape_identity,
-                circuits,
-                public_inputs,
-                blank,
-                aggregation,
-            } => {
-                if let Some(synth) = &self.synth {
-                    synth.do_send(Prepare {
-                        job: id,
-                        proof,
-                        params_identifier,
-                        shape_identity,
-                        blank,
-                        pce: self.setup.prove.pce,
-                        span: span.clone(),
-                    });
-                }
-                EntryInput::Proof {
-                    circuits,
-                    public_inputs,
-                    srs: None,
-                    r1cs: None,
-                    aggregation,
-                }
-            }
-            JobInput::Simulated(sim) => EntryInput::Simulated(sim),
-        };
+        let (span, partition_spans) = job_spans(id, &msg, partitions);
+        let input = self.entry_input(id, msg.input, &span);
         let simulated = matches!(input, EntryInput::Simulated(_));
         self.setup.shared.jobs.insert(
             id,
@@ -441,17 +372,7 @@ impl SchedulerActor {
             self.request_ids.insert(r, id);
         }
         if let Some(t) = msg.timeout.or(self.setup.job_timeout) {
-            ctx.run_later(t, move |act, _ctx| {
-                if act.core.fail(
-                    id,
-                    Failure::new(
-                        FailureCause::Timeout,
-                        format!("did not finish within its timeout of {t:?}"),
-                    ),
-                ) {
-                    act.after_change();
-                }
-            });
+            Self::fail_after(ctx, id, t);
         }
         if simulated {
             self.prepared(id, None);
@@ -462,6 +383,89 @@ impl SchedulerActor {
             existing: false,
             queue_position: self.queue_position(id),
         })
+    }
+
+    /// The job a request key names, when it runs or its proof is kept: a submission of the
+    /// same request attaches to it.
+    fn existing_job(&self, key: Option<&RequestKey>) -> Option<Submitted> {
+        let &id = self.request_ids.get(key?)?;
+        let live_or_proved =
+            self.is_live(id) || matches!(self.finished.get(&id), Some(Finished::Ok(_)));
+        live_or_proved.then(|| Submitted {
+            job: id,
+            existing: true,
+            queue_position: self.queue_position(id),
+        })
+    }
+
+    /// Refuses a new job while shutting down, without a usable device, beyond the
+    /// outstanding partitions allowed, or simulated on real devices.
+    fn admit(&self, msg: &Submit) -> Result<()> {
+        if self.draining {
+            return Err(Error::ShuttingDown);
+        }
+        if self.usable_devices() == 0 {
+            return Err(Error::NoDevice(self.down_reasons()));
+        }
+        if matches!(msg.input, JobInput::Simulated(_)) && self.setup.driver.name() != "mock" {
+            return Err(Error::Rejected(
+                "simulated jobs run only on mock devices".into(),
+            ));
+        }
+        let live = self.live_partitions();
+        if live + msg.input.partitions() > self.setup.max_outstanding_partitions {
+            return Err(Error::Backpressure(live));
+        }
+        Ok(())
+    }
+
+    /// What the scheduler keeps of a new job's input; a real proof's parameters are asked
+    /// for (`Prepare`) on the way.
+    fn entry_input(&self, id: JobId, input: JobInput, span: &tracing::Span) -> EntryInput {
+        match input {
+            JobInput::Proof {
+                proof,
+                params_identifier,
+                shape_identity,
+                circuits,
+                public_inputs,
+                blank,
+                aggregation,
+            } => {
+                if let Some(synth) = &self.synth {
+                    synth.do_send(Prepare {
+                        job: id,
+                        proof,
+                        params_identifier,
+                        shape_identity,
+                        blank,
+                        pce: self.setup.prove.pce,
+                        span: span.clone(),
+                    });
+                }
+                EntryInput::Proof {
+                    circuits,
+                    public_inputs,
+                    srs: None,
+                    r1cs: None,
+                    aggregation,
+                }
+            }
+            JobInput::Simulated(sim) => EntryInput::Simulated(sim),
+        }
+    }
+
+    /// Fails job `id` if it has not finished after `timeout`.
+    fn fail_after(ctx: &mut Context<Self>, id: JobId, timeout: Duration) {
+        ctx.run_later(timeout, move |act, _ctx| {
+            let why = Failure::new(
+                FailureCause::Timeout,
+                format!("did not finish within its timeout of {timeout:?}"),
+            );
+            if act.core.fail(id, why) {
+                act.after_change();
+            }
+        });
     }
 
     /// Partitions of other jobs ahead of this one (see [`partitions_ahead`]).
@@ -997,6 +1001,27 @@ impl SchedulerActor {
             draining: self.draining,
         }
     }
+}
+
+/// A new job's span (a root) and one child span per partition.
+fn job_spans(id: JobId, msg: &Submit, partitions: usize) -> (tracing::Span, Vec<tracing::Span>) {
+    let sector_size = match &msg.input {
+        JobInput::Proof { proof, .. } => proof.sector_size.to_string(),
+        JobInput::Simulated(_) => String::new(),
+    };
+    let span = tracing::info_span!(
+        parent: None,
+        "job",
+        job = id,
+        kind = %msg.kind,
+        sector_size = %sector_size,
+        request_id = msg.request_key.as_ref().map_or("", |(r, _)| r.as_str()),
+        partitions
+    );
+    let partition_spans = (0..partitions)
+        .map(|p| tracing::info_span!(parent: &span, "partition", job = id, partition = p))
+        .collect();
+    (span, partition_spans)
 }
 
 impl Actor for SchedulerActor {
