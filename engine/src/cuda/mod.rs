@@ -11,6 +11,8 @@
 //! | [`masks`] | a circuit's A and B density masks on the device, kept between partitions |
 //! | [`ops`] | the kernels one operation at a time behind the device-operation seam (`dual`) |
 //! | [`resident`] | a circuit's bases on the device, the LRU set under a budget |
+//! | [`streamed`] | a circuit's bases streamed from host memory through rings of device buffers |
+//! | [`pinned`] | a circuit's bases in host memory, registered as page-locked memory once |
 //! | [`vram`] | device memory accounting for the scheduler |
 //!
 //! A `CudaBackend` is created and used by one thread, the device actor's, which owns it:
@@ -23,6 +25,7 @@ pub mod masks;
 pub mod ntt;
 pub mod ops;
 pub mod partition;
+pub mod pinned;
 pub mod resident;
 pub mod streamed;
 pub mod vram;

@@ -9,7 +9,7 @@
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
-use cuzk_kernels::{msm_scratch_bytes, G1, G2};
+use cuzk_kernels::{msm_scratch_bytes, BaseRing, G1, G2};
 
 use super::masks::QueryMasks;
 
@@ -141,6 +141,21 @@ impl std::fmt::Display for Residency {
     }
 }
 
+/// Buffers of each ring of a streamed partition ([`super::streamed::Rings`]): one read by
+/// the kernels while the next is filled.
+pub const RING_SLOTS: usize = 2;
+
+/// G2 points a ring buffer of `chunk` G1 points' bytes holds (at least 1).
+pub fn g2_chunk(chunk: usize) -> usize {
+    (chunk / 2).max(1)
+}
+
+/// Device bytes of a streamed partition's two rings, for G1 chunks of `chunk` points.
+pub fn rings_bytes(chunk: usize) -> u64 {
+    BaseRing::<G1>::bytes_for(chunk, RING_SLOTS)
+        + BaseRing::<G2>::bytes_for(g2_chunk(chunk), RING_SLOTS)
+}
+
 /// Smallest ring chunk [`plan`] picks by itself: below it the per-chunk sort costs more
 /// than the copies it overlaps.
 pub const MIN_STREAM_CHUNK: usize = 1 << 16;
@@ -158,7 +173,7 @@ pub fn streamed_needed(q: &QueryLens, num_constraints: usize, chunk: usize) -> u
     };
     NTT_TABLES_BYTES
         + top
-        + super::streamed::Rings::bytes_for(chunk)
+        + rings_bytes(chunk)
         + q.mask_bytes()
         + largest_streamed_phase(q, m, chunk)
 }
@@ -169,7 +184,7 @@ pub fn streamed_needed(q: &QueryLens, num_constraints: usize, chunk: usize) -> u
 /// written-out scalars.
 pub fn batch_room(q: &QueryLens, num_constraints: usize, chunk: usize) -> u64 {
     let m = num_constraints.max(1).next_power_of_two() as u64;
-    let g2_chunk = super::streamed::g2_chunk(chunk);
+    let g2_chunk = g2_chunk(chunk);
     let scratch = msm_scratch_bytes::<G1>(chunk).max(msm_scratch_bytes::<G2>(g2_chunk));
     largest_streamed_phase(q, m, chunk).saturating_sub(scratch + chunk as u64 * SCALAR_BYTES)
 }
@@ -181,7 +196,7 @@ pub fn batch_room(q: &QueryLens, num_constraints: usize, chunk: usize) -> u64 {
 /// 77). For admission only: the batch itself groups its walks by what the scalars take
 /// ([`batch_room`]).
 pub fn batch_share(q: &QueryLens, chunk: usize) -> u64 {
-    let g2_chunk = super::streamed::g2_chunk(chunk);
+    let g2_chunk = g2_chunk(chunk);
     let buckets = cuzk_kernels::msm_bucket_bytes::<G1>(chunk.min(q.l.max(q.a)))
         .max(cuzk_kernels::msm_bucket_bytes::<G2>(g2_chunk.min(q.b_g2)));
     let scalars = [q.l, q.a, q.b_g1]
@@ -200,7 +215,7 @@ fn largest_streamed_phase(q: &QueryLens, m: u64, chunk: usize) -> u64 {
     let a_scalars = q.a as u64 * SCALAR_BYTES;
     let b_scalars = q.b_g1 as u64 * SCALAR_BYTES;
     let g1 = |n: usize| msm_scratch_bytes::<G1>(n.min(chunk));
-    let g2 = |n: usize| msm_scratch_bytes::<G2>(n.min(super::streamed::g2_chunk(chunk)));
+    let g2 = |n: usize| msm_scratch_bytes::<G2>(n.min(g2_chunk(chunk)));
     let phases = [
         3 * domain + H_TABLES_BYTES,
         domain + g1(q.h),
