@@ -20,8 +20,10 @@ use blstrs::Scalar;
 use cuzk_pce::{Assignment, R1cs, WitnessCs};
 use ff::Field;
 
+use super::decode::safe_domain;
+use super::partition::{CircuitBox, PartitionCircuit, PartitionJob, ProofPlan};
 use super::porep_witness::{piecewise_witness, TopValues};
-use super::{safe_domain, with_shape, CircuitBox, PartitionCircuit, PartitionJob, ProofPlan};
+use super::shape::with_shape;
 use crate::error::{catch_panic, Error, Result};
 use crate::kind::RegisteredProof;
 use crate::paramgen::streaming::BlankCircuit;

@@ -17,7 +17,9 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
-use super::{safe_domain, with_shape, CircuitBox, PartitionJob, ProofPlan};
+use super::decode::{decode_each, safe_domain};
+use super::partition::{CircuitBox, PartitionJob, ProofPlan};
+use super::shape::with_shape;
 use crate::error::{Error, Result};
 use crate::kind::{ProofKind, RegisteredProof};
 use crate::paramgen::streaming::BlankCircuit;
@@ -93,7 +95,7 @@ pub(super) fn plan(proof: RegisteredProof, inputs: &PostInputs) -> Result<ProofP
 pub fn decode_sector_proofs<Tree: MerkleTreeTrait>(
     raw: &[Vec<u8>],
 ) -> Result<Vec<FallbackPoStSectorProof<Tree>>> {
-    super::decode_each(raw, "FallbackPoStSectorProof")
+    decode_each(raw, "FallbackPoStSectorProof")
 }
 
 fn plan_for<Tree: 'static + MerkleTreeTrait>(

@@ -12,7 +12,9 @@ use storage_proofs_update::{
     PartitionProof, PublicInputs, PublicParams, SetupParams,
 };
 
-use super::{safe_domain, with_shape, CircuitBox, PartitionJob, ProofPlan};
+use super::decode::{decode_each, safe_domain};
+use super::partition::{CircuitBox, PartitionJob, ProofPlan};
+use super::shape::with_shape;
 use crate::error::{Error, Result};
 use crate::kind::{ProofKind, RegisteredProof};
 use crate::paramgen::streaming::{BlankCircuit, Fresh};
@@ -93,7 +95,7 @@ pub(super) fn plan(proof: RegisteredProof, inputs: &SnapInputs) -> Result<ProofP
 pub fn decode_partition_proofs<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
     raw: &[Vec<u8>],
 ) -> Result<Vec<PartitionProof<Tree>>> {
-    super::decode_each(raw, "PartitionProof")
+    decode_each(raw, "PartitionProof")
 }
 
 fn plan_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
