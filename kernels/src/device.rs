@@ -59,7 +59,7 @@ pub struct GpuDevice {
     /// a device is driven by the one thread that owns it; were two threads to race on a
     /// first load, both load and one result is kept.
     modules: HashMap<&'static str, OnceLock<Arc<CudaModule>>>,
-    pub(crate) ntt_tables: std::sync::OnceLock<crate::ntt::NttTables>,
+    pub(crate) ntt_tables: std::sync::OnceLock<crate::twiddles::NttTables>,
     /// The NTT's top twiddle table (2 GiB, `ntt::TOP_TABLE_BYTES`), built at the first
     /// transform that can use it; empty while it could not be allocated. One per device:
     /// shared with the handles of [`GpuDevice::side_stream`].

@@ -42,6 +42,7 @@ pub mod profile;
 pub mod reference;
 pub mod staging;
 pub mod stream;
+mod twiddles;
 #[cfg(feature = "testdata")]
 pub mod testdata;
 

@@ -7,7 +7,8 @@
 //! - [`NttKind::CosetForward`]: `a_i *= g^i`, then forward (`coset_fft`);
 //! - [`NttKind::CosetInverse`]: inverse, then `a_i *= g^-i` (`icoset_fft`).
 //!
-//! Input and output are in natural order. Also here: the element-wise Fr operations the H
+//! Input and output are in natural order. The twiddle tables the passes read are built once
+//! a device (the crate's `twiddles` module). Also here: the element-wise Fr operations the H
 //! polynomial needs ([`GpuDevice::fr_mul_assign`], [`GpuDevice::fr_sub_assign`],
 //! [`GpuDevice::fr_scale`]).
 
@@ -21,27 +22,17 @@ use crate::device::{check_len, DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
 use crate::layout::{scalar_raw, FrRaw};
 use crate::profile::Steps;
+use crate::twiddles::{
+    coset_multipliers, invert, powers, NttTables, COSET_BITS, NTT_MAX_K, STAGE_BITS,
+};
+pub use crate::twiddles::{omega, MAX_LOG_SIZE, TABLES_BYTES};
 
-/// Largest supported log2 size.
-pub const MAX_LOG_SIZE: u32 = 28;
-/// Most stages of one pass, run in shared memory: 2^NTT_MAX_K elements a column (matches
-/// ntt.cu).
-const NTT_MAX_K: u32 = 9;
-/// The two tables of powers of the 2^28-th root hold 2^ROOT_BITS entries each (matches
-/// NTT_ROOT_BITS in ntt.cu).
-const ROOT_BITS: u32 = 14;
 /// log2 of the columns one block of a pass takes: the pass kernels take 2^c columns a block
 /// (ntt.cu), and the host launches them with one. Measured on an H200 at 2^27 (radix-4
 /// passes, CHANGELOG.md): 1 column 46.8 ms, 2 columns 49.5 ms, 4 columns 62.4 ms; wider
 /// blocks cost occupancy (each column has its own twiddle table in shared memory) more than
 /// the longer runs of addresses gain.
 const COLS_LOG: u32 = 0;
-/// The two tables of coset powers hold 2^COSET_BITS entries each (covers 2^28).
-const COSET_BITS: u32 = 14;
-/// The stage tables hold every twiddle of stages 1..=STAGE_BITS, 2^STAGE_BITS entries each
-/// (matches NTT_STAGE_BITS in ntt.cu): a strided pass whose stages all lie there reads its
-/// twiddles instead of computing each with a product.
-const STAGE_BITS: u32 = 18;
 
 /// The top table holds w27^x for x < 2^(TOP_BITS - 1), w27 the 2^TOP_BITS-th root of unity
 /// (matches NTT_TOP_BITS in ntt.cu): every twiddle of every stage up to TOP_BITS, so the last
@@ -99,18 +90,6 @@ const FLAG_COSET_LOW: u32 = 4;
 /// Where a coset pass's flags hold the last pass's stage count (NTT_LOW_SHIFT in ntt.cu).
 const LOW_SHIFT: u32 = 8;
 
-/// Device memory the per-device NTT tables take, in bytes ([`GpuDevice::ntt`] builds them on
-/// first use and keeps them with the device): the root, coset and stage tables of both
-/// directions and the two small tables.
-pub const TABLES_BYTES: u64 = {
-    let fr = std::mem::size_of::<FrRaw>() as u64;
-    let root = 4 * (1u64 << ROOT_BITS);
-    let coset = 4 * (1u64 << COSET_BITS);
-    let stage = 2 * (1u64 << STAGE_BITS);
-    let small = 2 * (1u64 << (NTT_MAX_K - 1));
-    (root + coset + stage + small) * fr
-};
-
 /// Device memory the coset tables take during one [`GpuDevice::h_polynomial_scaled`], in
 /// bytes (a coset stage table of each direction and their stage multipliers, built on the
 /// device at the start of the call and freed at its end).
@@ -131,24 +110,6 @@ pub enum NttKind {
     CosetInverse,
 }
 
-/// Per-device twiddle tables, independent of the transform size ([`TABLES_BYTES`], about
-/// 20 MiB).
-pub(crate) struct NttTables {
-    fwd_root_lo: CudaSlice<FrRaw>,
-    fwd_root_hi: CudaSlice<FrRaw>,
-    inv_root_lo: CudaSlice<FrRaw>,
-    inv_root_hi: CudaSlice<FrRaw>,
-    fwd_small: CudaSlice<FrRaw>,
-    inv_small: CudaSlice<FrRaw>,
-    /// `[2^(t-1) + x] = w_{2^t}^x` for 1 <= t <= STAGE_BITS, x < 2^(t-1); entry 0 is one.
-    fwd_stage: CudaSlice<FrRaw>,
-    inv_stage: CudaSlice<FrRaw>,
-    g_lo: CudaSlice<FrRaw>,
-    g_hi: CudaSlice<FrRaw>,
-    ginv_lo: CudaSlice<FrRaw>,
-    ginv_hi: CudaSlice<FrRaw>,
-}
-
 /// The twiddles of a coset transform of 2^L points with generator `gamma` (g forward, g^-1
 /// inverse; see ntt.cu): every twiddle of stage t times `ct[t] = gamma^(2^(L - t))`.
 /// Built on the device for one call ([`GpuDevice::coset_tables`]).
@@ -160,99 +121,6 @@ pub(crate) struct CosetTables {
     low: CudaSlice<FrRaw>,
     /// `ct[t]` for 0 <= t <= MAX_LOG_SIZE (one beyond L).
     ct: CudaSlice<FrRaw>,
-}
-
-/// The stage multipliers `ct[t] = gamma^(2^(log_n - t))` for t <= log_n, one beyond.
-fn coset_multipliers(gamma: Scalar, log_n: u32) -> Vec<Scalar> {
-    let mut ct = vec![Scalar::ONE; MAX_LOG_SIZE as usize + 1];
-    let mut x = gamma; // gamma^(2^(log_n - t)) for t = log_n, log_n - 1, ...
-    for t in (1..=log_n as usize).rev() {
-        ct[t] = x;
-        x = x.square();
-    }
-    ct
-}
-
-/// The coset stage table: [`stage_table`] of root `w` (the 2^STAGE_BITS-th root or its
-/// inverse), each stage t's entries times `ct[t]`, cut to the stages of a 2^log_n transform:
-/// what `ntt_coset_table` builds on the device (the host model of the tests).
-#[cfg(test)]
-fn coset_stage_table(w: Scalar, ct: &[Scalar], log_n: u32) -> Vec<Scalar> {
-    let stages = log_n.min(STAGE_BITS);
-    let mut t = stage_table(w);
-    t.truncate(1 << stages);
-    for stage in 1..=stages {
-        let from = 1usize << (stage - 1);
-        for e in &mut t[from..2 * from] {
-            *e *= ct[stage as usize];
-        }
-    }
-    t
-}
-
-/// `[w^i for i in 0..len]`.
-fn powers(w: Scalar, len: usize) -> Vec<Scalar> {
-    let mut t = Vec::with_capacity(len);
-    let mut x = Scalar::ONE;
-    for _ in 0..len {
-        t.push(x);
-        x *= w;
-    }
-    t
-}
-
-/// The 2^k-th root of unity bellperson uses for a domain of size 2^k.
-pub fn omega(log_n: u32) -> Scalar {
-    let mut w = Scalar::ROOT_OF_UNITY;
-    for _ in log_n..Scalar::S {
-        w = w.square();
-    }
-    w
-}
-
-/// The stage table of root `w` (the 2^STAGE_BITS-th root of unity or its inverse):
-/// `[2^(t-1) + x] = w_{2^t}^x` with w_{2^t} = w^(2^(STAGE_BITS - t)), entry 0 one.
-fn stage_table(w: Scalar) -> Vec<Scalar> {
-    let top = powers(w, 1 << (STAGE_BITS - 1));
-    let mut t = Vec::with_capacity(1 << STAGE_BITS);
-    t.push(Scalar::ONE);
-    for stage in 1..=STAGE_BITS {
-        let step = 1usize << (STAGE_BITS - stage);
-        t.extend(top.iter().step_by(step).take(1 << (stage - 1)));
-    }
-    t
-}
-
-fn invert(x: Scalar) -> Scalar {
-    // the constants inverted here are roots of unity and the generator: never zero
-    Option::from(x.invert()).unwrap_or(Scalar::ZERO)
-}
-
-impl NttTables {
-    fn build(dev: &GpuDevice) -> Result<Self> {
-        let w28 = omega(MAX_LOG_SIZE);
-        let w28_inv = invert(w28);
-        let root_len = 1usize << ROOT_BITS;
-        let w512 = omega(NTT_MAX_K);
-        let g = Scalar::MULTIPLICATIVE_GENERATOR;
-        let ginv = invert(g);
-        let lo_len = 1usize << COSET_BITS;
-        let up = |v: Vec<Scalar>| -> Result<CudaSlice<FrRaw>> { Ok(dev.upload(&v)?.inner) };
-        Ok(Self {
-            fwd_root_lo: up(powers(w28, root_len))?,
-            fwd_root_hi: up(powers(w28.pow_vartime([root_len as u64]), root_len))?,
-            inv_root_lo: up(powers(w28_inv, root_len))?,
-            inv_root_hi: up(powers(w28_inv.pow_vartime([root_len as u64]), root_len))?,
-            fwd_small: up(powers(w512, 1 << (NTT_MAX_K - 1)))?,
-            inv_small: up(powers(invert(w512), 1 << (NTT_MAX_K - 1)))?,
-            fwd_stage: up(stage_table(omega(STAGE_BITS)))?,
-            inv_stage: up(stage_table(invert(omega(STAGE_BITS))))?,
-            g_lo: up(powers(g, lo_len))?,
-            g_hi: up(powers(g.pow_vartime([lo_len as u64]), lo_len))?,
-            ginv_lo: up(powers(ginv, lo_len))?,
-            ginv_hi: up(powers(ginv.pow_vartime([lo_len as u64]), lo_len))?,
-        })
-    }
 }
 
 /// One launch of `ntt_pass`: stages `[s + 1, s + k]` on columns of 2^k elements spaced 2^s
@@ -383,7 +251,7 @@ impl GpuDevice {
         if let Some(t) = self.ntt_tables.get() {
             return Ok(t);
         }
-        let t = NttTables::build(self)?;
+        let t = NttTables::build(|v| Ok(self.upload(v)?.inner))?;
         Ok(self.ntt_tables.get_or_init(|| t))
     }
 
@@ -1091,6 +959,7 @@ pub fn coset_z_inverse(log_n: u32) -> Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::twiddles::{coset_stage_table, stage_table, ROOT_BITS};
 
     #[test]
     fn passes_cover_every_stage() {
