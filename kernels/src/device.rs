@@ -15,7 +15,6 @@ use crate::bounce::{bounced, BouncePool};
 use crate::compile::{self, KernelModule};
 use crate::error::{Error, Result};
 use crate::layout::DeviceElem;
-use crate::profile::StepTiming;
 
 /// PCI location of a device: `domain:bus:device`, stable across `CUDA_VISIBLE_DEVICES`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -35,6 +34,40 @@ impl fmt::Display for PciId {
             "{:04x}:{:02x}:{:02x}",
             self.domain, self.bus, self.device
         )
+    }
+}
+
+/// Which operations of a device time their steps apart ([`GpuDevice::set_step_timing`]; [`crate::profile`]
+/// does the timing).
+/// Off (the default) for both; the results never depend on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepTiming {
+    /// Each step of an MSM chunk (labelled `msm <curve> n=<points>`) and of the engine's
+    /// query scalars (`query <name>`).
+    pub msm: bool,
+    /// Each pass of a transform (labelled `ntt 2^<log size>`).
+    pub ntt: bool,
+}
+
+impl StepTiming {
+    /// `msm`, `ntt` or `all`, as the benchmarks' `--profile` takes it; `None` for anything
+    /// else.
+    pub fn parse(what: &str) -> Option<StepTiming> {
+        match what {
+            "msm" => Some(StepTiming {
+                msm: true,
+                ntt: false,
+            }),
+            "ntt" => Some(StepTiming {
+                msm: false,
+                ntt: true,
+            }),
+            "all" => Some(StepTiming {
+                msm: true,
+                ntt: true,
+            }),
+            _ => None,
+        }
     }
 }
 

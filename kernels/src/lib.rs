@@ -16,7 +16,7 @@
 //! | [`stream`] | bases streamed from page-locked host memory through a ring of device buffers ([`PinnedPoints`], [`BaseRing`]) |
 //! | [`staging`] | [`Staging`]: page-locked buffers that large uploads pass through |
 //! | [`bounce`] | page-locked bounce buffers for small copies, which never hold other threads back |
-//! | [`profile`] | [`StepTiming`]: each step of the MSMs or transforms timed apart, for measurements |
+//! | [`profile`] | each step of the MSMs or transforms timed apart, for measurements, as a device's [`StepTiming`] asks |
 //! | [`reference`](mod@reference) | CPU references (NTT as bellperson computes it) |
 //! | `testdata` | test support, with the `testdata` feature: seeded random scalars and points, CPU MSM for comparison |
 //! | [`error`] | [`Error`] and [`Result`] |
@@ -42,9 +42,9 @@ pub mod profile;
 pub mod reference;
 pub mod staging;
 pub mod stream;
-mod twiddles;
 #[cfg(feature = "testdata")]
 pub mod testdata;
+mod twiddles;
 
 pub use compact::DeviceBitmap;
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};

@@ -1,46 +1,15 @@
-//! Step timing for measurements. A device whose [`StepTiming`] turns on the MSMs (and the
-//! engine's steps that build a partition's query scalars) or the transforms' passes times
-//! each step apart on stderr as `<label> <step>: <time>`, the device synchronised after it:
-//! the operation runs slower, so this is for measurements only (`kernels_bench --profile`,
-//! `gpu_partition_bench --profile`), never part of a daemon's or an engine's configuration.
+//! Step timing for measurements. A device whose [`StepTiming`] (a setting of the device,
+//! defined with it) turns on the MSMs (and the engine's steps that build a partition's query
+//! scalars) or the transforms' passes times each step apart on stderr as
+//! `<label> <step>: <time>`, the device synchronised after it: the operation runs slower, so
+//! this is for measurements only (`kernels_bench --profile`, `gpu_partition_bench --profile`),
+//! never part of a daemon's or an engine's configuration.
 
 use std::fmt::Display;
 use std::time::Instant;
 
 use crate::device::GpuDevice;
-
-/// Which operations of a device time their steps apart ([`GpuDevice::set_step_timing`]).
-/// Off (the default) for both; the results never depend on it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StepTiming {
-    /// Each step of an MSM chunk (labelled `msm <curve> n=<points>`) and of the engine's
-    /// query scalars (`query <name>`).
-    pub msm: bool,
-    /// Each pass of a transform (labelled `ntt 2^<log size>`).
-    pub ntt: bool,
-}
-
-impl StepTiming {
-    /// `msm`, `ntt` or `all`, as the benchmarks' `--profile` takes it; `None` for anything
-    /// else.
-    pub fn parse(what: &str) -> Option<StepTiming> {
-        match what {
-            "msm" => Some(StepTiming {
-                msm: true,
-                ntt: false,
-            }),
-            "ntt" => Some(StepTiming {
-                msm: false,
-                ntt: true,
-            }),
-            "all" => Some(StepTiming {
-                msm: true,
-                ntt: true,
-            }),
-            _ => None,
-        }
-    }
-}
+pub use crate::device::StepTiming;
 
 /// The steps of one operation, each printed with the time since the previous mark (or since
 /// [`Steps::new`]). Off, it prints nothing, never synchronises, and its label is not built.
