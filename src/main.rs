@@ -56,72 +56,10 @@ enum Cmd {
         seed: u64,
     },
     /// Prove a request file (see docs/architecture.md for the format) and write the proof.
-    Prove {
-        /// Request file (JSON, format cuzk-request/1).
-        #[arg(long, conflicts_with = "c1")]
-        input: Option<PathBuf>,
-        /// A PoRep C1 output instead of a request file, in any form node software writes:
-        /// filecoin-proofs-api's JSON (what `ffi.SealCommitPhase1`, Lotus and Curio keep),
-        /// Curio's envelope, or filecoin-proofs' JSON (which needs --registered-proof).
-        #[arg(long)]
-        c1: Option<PathBuf>,
-        /// Registered seal proof number for --c1 (e.g. 5 = StackedDrg2KiBV1_1, 8 = 32GiB V1_1,
-        /// 13 = 32GiB synthetic); checked against the one the C1 output names.
-        #[arg(long)]
-        registered_proof: Option<u64>,
-        /// Where to write the proof bytes (concatenated 192-byte partition proofs).
-        #[arg(long, short)]
-        out: PathBuf,
-        /// Use fixed r, s (reproducible proofs, for comparisons); never for production.
-        #[arg(long)]
-        fixed_rs: bool,
-        /// Prove on these GPUs (PCI address like 0000:65:00 or UUID GPU-...; repeatable).
-        /// Default: every GPU found, else the CPU.
-        #[arg(long = "device", conflicts_with = "cpu")]
-        devices: Vec<String>,
-        /// Prove on the CPU even when GPUs are present.
-        #[arg(long)]
-        cpu: bool,
-        /// Write a Chrome/Perfetto trace of the run (one track per device) to this file.
-        #[arg(long)]
-        trace: Option<PathBuf>,
-    },
+    Prove(ProveArgs),
     /// Prove a stream of requests of mixed kinds through the Engine (from `cuzk gen` output),
     /// verify every proof, check the trace for overlap on any device, report throughput.
-    Batch {
-        /// Directory written by `cuzk gen` (2 KiB requests).
-        #[arg(long)]
-        inputs: PathBuf,
-        /// Jobs to prove (cycling through the kinds).
-        #[arg(long, default_value_t = 200)]
-        count: usize,
-        /// Kinds (default: winning-post, window-post, snap-deals, porep-c2).
-        #[arg(long = "kind")]
-        kinds: Vec<String>,
-        /// GPUs to use (PCI address or UUID; repeatable). Default: every GPU, else the CPU.
-        #[arg(long = "device", conflicts_with = "cpu")]
-        devices: Vec<String>,
-        /// Use the CPU only.
-        #[arg(long)]
-        cpu: bool,
-        /// Synthesis workers (default: one per core, at most 32).
-        #[arg(long)]
-        synthesis_workers: Option<usize>,
-        /// Fixed r, s: proofs (and the printed digest) are reproducible across runs.
-        #[arg(long)]
-        fixed_rs: bool,
-        /// Leases a GPU may hold at once: 2 uploads the next partition during the current
-        /// one's kernels, 1 proves one after the other.
-        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=4))]
-        pipeline_depth: u16,
-        /// Trace file (default: <tmp>/cuzk-batch-trace.json).
-        #[arg(long)]
-        trace: Option<PathBuf>,
-        /// OS niceness of the synthesis threads (0 = as the process), so that device threads
-        /// get a core first when the host is full.
-        #[arg(long, default_value_t = cuzk_actors::DEFAULT_SYNTHESIS_NICENESS, value_parser = clap::value_parser!(i32).range(0..=i64::from(cuzk_actors::MAX_SYNTHESIS_NICENESS)))]
-        synthesis_niceness: i32,
-    },
+    Batch(BatchArgs),
     /// Verify proof bytes against a request file.
     Verify {
         /// Request file the proof was made from.
@@ -199,6 +137,76 @@ enum Cmd {
     Config(cuzk::daemon::ConfigCmd),
     /// Drive a running daemon: prove, await, cancel, status, metrics, preload, evict.
     Client(cuzk::daemon::ClientArgs),
+}
+
+// `cuzk prove`'s flags (the help text is the Prove command's).
+#[derive(clap::Args)]
+struct ProveArgs {
+    /// Request file (JSON, format cuzk-request/1).
+    #[arg(long, conflicts_with = "c1")]
+    input: Option<PathBuf>,
+    /// A PoRep C1 output instead of a request file, in any form node software writes:
+    /// filecoin-proofs-api's JSON (what `ffi.SealCommitPhase1`, Lotus and Curio keep),
+    /// Curio's envelope, or filecoin-proofs' JSON (which needs --registered-proof).
+    #[arg(long)]
+    c1: Option<PathBuf>,
+    /// Registered seal proof number for --c1 (e.g. 5 = StackedDrg2KiBV1_1, 8 = 32GiB V1_1,
+    /// 13 = 32GiB synthetic); checked against the one the C1 output names.
+    #[arg(long)]
+    registered_proof: Option<u64>,
+    /// Where to write the proof bytes (concatenated 192-byte partition proofs).
+    #[arg(long, short)]
+    out: PathBuf,
+    /// Use fixed r, s (reproducible proofs, for comparisons); never for production.
+    #[arg(long)]
+    fixed_rs: bool,
+    /// Prove on these GPUs (PCI address like 0000:65:00 or UUID GPU-...; repeatable).
+    /// Default: every GPU found, else the CPU.
+    #[arg(long = "device", conflicts_with = "cpu")]
+    devices: Vec<String>,
+    /// Prove on the CPU even when GPUs are present.
+    #[arg(long)]
+    cpu: bool,
+    /// Write a Chrome/Perfetto trace of the run (one track per device) to this file.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+// `cuzk batch`'s flags (the help text is the Batch command's).
+#[derive(clap::Args)]
+struct BatchArgs {
+    /// Directory written by `cuzk gen` (2 KiB requests).
+    #[arg(long)]
+    inputs: PathBuf,
+    /// Jobs to prove (cycling through the kinds).
+    #[arg(long, default_value_t = 200)]
+    count: usize,
+    /// Kinds (default: winning-post, window-post, snap-deals, porep-c2).
+    #[arg(long = "kind")]
+    kinds: Vec<String>,
+    /// GPUs to use (PCI address or UUID; repeatable). Default: every GPU, else the CPU.
+    #[arg(long = "device", conflicts_with = "cpu")]
+    devices: Vec<String>,
+    /// Use the CPU only.
+    #[arg(long)]
+    cpu: bool,
+    /// Synthesis workers (default: one per core, at most 32).
+    #[arg(long)]
+    synthesis_workers: Option<usize>,
+    /// Fixed r, s: proofs (and the printed digest) are reproducible across runs.
+    #[arg(long)]
+    fixed_rs: bool,
+    /// Leases a GPU may hold at once: 2 uploads the next partition during the current
+    /// one's kernels, 1 proves one after the other.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=4))]
+    pipeline_depth: u16,
+    /// Trace file (default: <tmp>/cuzk-batch-trace.json).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// OS niceness of the synthesis threads (0 = as the process), so that device threads
+    /// get a core first when the host is full.
+    #[arg(long, default_value_t = cuzk_actors::DEFAULT_SYNTHESIS_NICENESS, value_parser = clap::value_parser!(i32).range(0..=i64::from(cuzk_actors::MAX_SYNTHESIS_NICENESS)))]
+    synthesis_niceness: i32,
 }
 
 /// Exit status of a daemon-side command (they install their own logging).
@@ -347,140 +355,9 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             &kinds_or(&kinds, &[ProofKind::WinningPost, ProofKind::WindowPost])?,
             seed,
         ),
-        Cmd::Prove {
-            input,
-            c1,
-            registered_proof,
-            out,
-            fixed_rs,
-            devices,
-            cpu,
-            trace,
-        } => {
-            let request = match (input, c1, registered_proof) {
-                (Some(path), _, _) => ProofRequest::from_json(&read(&path)?)?,
-                (None, Some(path), id) => ProofRequest::porep_from_c1(id, &read(&path)?, None)?,
-                _ => {
-                    return Err(Error::InvalidRequest(
-                        "give --input FILE, or --c1 FILE (with --registered-proof N when the C1 output does not name it)".into(),
-                    )
-                    .into())
-                }
-            };
-            let mut config = EngineConfig::new(store.dir());
-            config.prove.randomness = if fixed_rs {
-                Randomness::Fixed(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64))
-            } else {
-                Randomness::Random
-            };
-            config.devices = device_choice(cpu, &devices)?;
-            config.trace_file = trace.clone();
-            prove_through_engine(config, &request, &out)?;
-            if let Some(t) = trace {
-                println!(
-                    "trace written to {} (open in https://ui.perfetto.dev)",
-                    t.display()
-                );
-            }
-            Ok(())
-        }
-        Cmd::Batch {
-            inputs,
-            count,
-            kinds,
-            devices,
-            cpu,
-            synthesis_workers,
-            fixed_rs,
-            pipeline_depth,
-            trace,
-            synthesis_niceness,
-        } => {
-            let kinds = kinds_or(
-                &kinds,
-                &[
-                    ProofKind::WinningPost,
-                    ProofKind::WindowPost,
-                    ProofKind::SnapDeals,
-                    ProofKind::PorepC2,
-                ],
-            )?;
-            let requests = cuzk::batch::load_requests(&inputs, &kinds)?;
-            let mut config = EngineConfig::new(store.dir());
-            config.devices = device_choice(cpu, &devices)?;
-            config.gpu_pipeline_depth = usize::from(pipeline_depth);
-            config.synthesis_niceness = synthesis_niceness;
-            config.synthesis_workers = synthesis_workers.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(2, |n| n.get().min(32))
-            });
-            if fixed_rs {
-                config.prove.randomness =
-                    Randomness::Fixed(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64));
-            }
-            let trace = trace.unwrap_or_else(cuzk::batch::default_trace);
-            let rep = Reporter::new();
-            rep.step("warming up (parameters, recorded circuits)");
-            let report = cuzk::batch::run(config, &requests, count, &trace, &|done, all| {
-                if done % 10 == 0 || done == all {
-                    rep.step(format!("{done}/{all} proofs"));
-                }
-            })?;
-            rep.finish();
-            println!(
-                "{} jobs ({} partitions) in {:.2}s: {:.2} proofs/s, {:.2} partitions/s; every proof verified",
-                report.jobs,
-                report.partitions,
-                report.wall.as_secs_f64(),
-                report.jobs as f64 / report.wall.as_secs_f64(),
-                report.partitions as f64 / report.wall.as_secs_f64()
-            );
-            for (k, n) in &report.per_kind {
-                println!("  {k}: {n}");
-            }
-            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-            for (k, (t, j)) in &report.latency {
-                println!(
-                    "  {k}: {:.1} ms from submit to verified proof (one job alone, median of 3): \
-                     {:.1} ms to reach a device (synthesis {:.1} ms), {:.1} ms on it, \
-                     {:.1} ms the rest (verification included)",
-                    ms(*t),
-                    ms(j.queue_wait),
-                    ms(j.synthesis),
-                    ms(j.gpu_compute),
-                    ms(t.saturating_sub(j.queue_wait + j.gpu_compute)),
-                );
-            }
-            for (d, (n, busy)) in &report.per_device {
-                println!(
-                    "  device {d}: {n} partitions, busy {:.2}s ({:.0}% of wall)",
-                    busy.as_secs_f64(),
-                    100.0 * busy.as_secs_f64() / report.wall.as_secs_f64()
-                );
-            }
-            println!(
-                "  trace {}: device tracks busy: {}; overlapping partitions on a device: {}",
-                trace.display(),
-                report.busy_tracks.join(", "),
-                report.overlaps
-            );
-            println!("  digest of all proofs: {}", report.digest);
-            if report.overlaps > 0 {
-                return Err("partitions overlapped on a device".into());
-            }
-            Ok(())
-        }
-        Cmd::Verify { input, proof } => {
-            let request = ProofRequest::from_json(&read(&input)?)?;
-            if cuzk::verify(store, &request, &read(&proof)?)? {
-                println!("valid: {} proof verifies", request.proof);
-                Ok(())
-            } else {
-                Err(Error::VerificationFailed {
-                    what: format!("{} from {}", request.proof, proof.display()),
-                }
-                .into())
-            }
-        }
+        Cmd::Prove(args) => prove_cmd(args, store),
+        Cmd::Batch(args) => batch_cmd(args, store),
+        Cmd::Verify { input, proof } => verify_cmd(&input, &proof, store),
         Cmd::Gen {
             out,
             sector_size,
@@ -492,51 +369,20 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
                 Some(id) => RegisteredProof::new(ProofKind::PorepC2, id)?,
                 None => RegisteredProof::latest(ProofKind::PorepC2, sector_size.parse()?),
             };
-            let rep = Reporter::new();
-            if sparse || !seal_proof.sector_size.is_test_size() {
-                for f in gen_sparse_files(&out, seal_proof, seed, &rep)? {
-                    println!("wrote {}", f.display());
-                }
-                rep.finish();
-                return Ok(());
-            }
-            rep.step(format!(
-                "sealing a sector as {seal_proof}, running C1, PoSt and SnapDeals vanilla proofs"
-            ));
-            let files = gen_files(&out, seal_proof, seed)?;
-            rep.finish();
-            for f in files {
-                println!("wrote {}", f.display());
-            }
-            Ok(())
+            gen_cmd(&out, seal_proof, sparse, seed)
         }
         Cmd::Params {
             kinds,
             sector_size,
             seed,
             backend,
-        } => {
-            let size: SectorSize = sector_size.parse()?;
-            eprintln!(
-                "note: these are INSECURE test parameters (known randomness), written to {}",
-                store.dir().display()
-            );
-            let rep = Reporter::new();
-            let kinds = kinds_or(&kinds, &ProofKind::ALL)?;
-            for &kind in &kinds {
-                let proof = RegisteredProof::latest(kind, size);
-                ensure_params(store, proof, seed, &backend, &rep)?;
-            }
-            if kinds.contains(&ProofKind::PorepC2) {
-                // non-interactive PoRep's aggregation reads the inner-product SRS beside them
-                let (path, made) = store.generate_aggregation_srs(seed)?;
-                if made {
-                    rep.done(format!("test inner-product SRS -> {}", path.display()));
-                }
-            }
-            rep.finish();
-            Ok(())
-        }
+        } => params_cmd(
+            store,
+            &kinds_or(&kinds, &ProofKind::ALL)?,
+            sector_size.parse()?,
+            seed,
+            &backend,
+        ),
         Cmd::Bench {
             kinds,
             backend,
@@ -552,6 +398,186 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
         // Served from main, before this CLI's logging is installed.
         Cmd::Daemon(_) | Cmd::Config(_) | Cmd::Client(_) => Ok(()),
     }
+}
+
+/// The fixed r and s of `--fixed-rs`: reproducible proofs, for comparisons only.
+fn fixed_randomness() -> Randomness {
+    Randomness::Fixed(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64))
+}
+
+/// `cuzk prove`: one request through an Engine, its proof written to `--out`.
+fn prove_cmd(args: ProveArgs, store: &SrsStore) -> CliResult {
+    let request = match (args.input, args.c1, args.registered_proof) {
+        (Some(path), _, _) => ProofRequest::from_json(&read(&path)?)?,
+        (None, Some(path), id) => ProofRequest::porep_from_c1(id, &read(&path)?, None)?,
+        _ => {
+            return Err(Error::InvalidRequest(
+                "give --input FILE, or --c1 FILE (with --registered-proof N when the C1 output does not name it)".into(),
+            )
+            .into())
+        }
+    };
+    let mut config = EngineConfig::new(store.dir());
+    config.prove.randomness = if args.fixed_rs {
+        fixed_randomness()
+    } else {
+        Randomness::Random
+    };
+    config.devices = device_choice(args.cpu, &args.devices)?;
+    config.trace_file = args.trace.clone();
+    prove_through_engine(config, &request, &args.out)?;
+    if let Some(t) = args.trace {
+        println!(
+            "trace written to {} (open in https://ui.perfetto.dev)",
+            t.display()
+        );
+    }
+    Ok(())
+}
+
+/// `cuzk batch`: a stream of requests through an Engine, every proof verified, the trace
+/// checked for overlap on any device, throughput and latency reported.
+fn batch_cmd(args: BatchArgs, store: &SrsStore) -> CliResult {
+    let kinds = kinds_or(
+        &args.kinds,
+        &[
+            ProofKind::WinningPost,
+            ProofKind::WindowPost,
+            ProofKind::SnapDeals,
+            ProofKind::PorepC2,
+        ],
+    )?;
+    let requests = cuzk::batch::load_requests(&args.inputs, &kinds)?;
+    let mut config = EngineConfig::new(store.dir());
+    config.devices = device_choice(args.cpu, &args.devices)?;
+    config.gpu_pipeline_depth = usize::from(args.pipeline_depth);
+    config.synthesis_niceness = args.synthesis_niceness;
+    config.synthesis_workers = args
+        .synthesis_workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(32)));
+    if args.fixed_rs {
+        config.prove.randomness = fixed_randomness();
+    }
+    let trace = args.trace.unwrap_or_else(cuzk::batch::default_trace);
+    let rep = Reporter::new();
+    rep.step("warming up (parameters, recorded circuits)");
+    let report = cuzk::batch::run(config, &requests, args.count, &trace, &|done, all| {
+        if done % 10 == 0 || done == all {
+            rep.step(format!("{done}/{all} proofs"));
+        }
+    })?;
+    rep.finish();
+    print_batch_report(&report, &trace);
+    if report.overlaps > 0 {
+        return Err("partitions overlapped on a device".into());
+    }
+    Ok(())
+}
+
+/// Prints what `cuzk batch` measured.
+fn print_batch_report(report: &cuzk::batch::BatchReport, trace: &Path) {
+    println!(
+        "{} jobs ({} partitions) in {:.2}s: {:.2} proofs/s, {:.2} partitions/s; every proof verified",
+        report.jobs,
+        report.partitions,
+        report.wall.as_secs_f64(),
+        report.jobs as f64 / report.wall.as_secs_f64(),
+        report.partitions as f64 / report.wall.as_secs_f64()
+    );
+    for (k, n) in &report.per_kind {
+        println!("  {k}: {n}");
+    }
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    for (k, (t, j)) in &report.latency {
+        println!(
+            "  {k}: {:.1} ms from submit to verified proof (one job alone, median of 3): \
+             {:.1} ms to reach a device (synthesis {:.1} ms), {:.1} ms on it, \
+             {:.1} ms the rest (verification included)",
+            ms(*t),
+            ms(j.queue_wait),
+            ms(j.synthesis),
+            ms(j.gpu_compute),
+            ms(t.saturating_sub(j.queue_wait + j.gpu_compute)),
+        );
+    }
+    for (d, (n, busy)) in &report.per_device {
+        println!(
+            "  device {d}: {n} partitions, busy {:.2}s ({:.0}% of wall)",
+            busy.as_secs_f64(),
+            100.0 * busy.as_secs_f64() / report.wall.as_secs_f64()
+        );
+    }
+    println!(
+        "  trace {}: device tracks busy: {}; overlapping partitions on a device: {}",
+        trace.display(),
+        report.busy_tracks.join(", "),
+        report.overlaps
+    );
+    println!("  digest of all proofs: {}", report.digest);
+}
+
+/// `cuzk verify`: proof bytes checked against their request.
+fn verify_cmd(input: &Path, proof: &Path, store: &SrsStore) -> CliResult {
+    let request = ProofRequest::from_json(&read(input)?)?;
+    if cuzk::verify(store, &request, &read(proof)?)? {
+        println!("valid: {} proof verifies", request.proof);
+        Ok(())
+    } else {
+        Err(Error::VerificationFailed {
+            what: format!("{} from {}", request.proof, proof.display()),
+        }
+        .into())
+    }
+}
+
+/// `cuzk gen`: test request files, from a sealed sector or sparse ones.
+fn gen_cmd(out: &Path, seal_proof: RegisteredProof, sparse: bool, seed: u64) -> CliResult {
+    let rep = Reporter::new();
+    if sparse || !seal_proof.sector_size.is_test_size() {
+        for f in gen_sparse_files(out, seal_proof, seed, &rep)? {
+            println!("wrote {}", f.display());
+        }
+        rep.finish();
+        return Ok(());
+    }
+    rep.step(format!(
+        "sealing a sector as {seal_proof}, running C1, PoSt and SnapDeals vanilla proofs"
+    ));
+    let files = gen_files(out, seal_proof, seed)?;
+    rep.finish();
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+    Ok(())
+}
+
+/// `cuzk params`: insecure test parameters of `kinds` at `size` (and, with PoRep, the
+/// inner-product SRS its aggregation reads).
+fn params_cmd(
+    store: &SrsStore,
+    kinds: &[ProofKind],
+    size: SectorSize,
+    seed: u64,
+    backend: &str,
+) -> CliResult {
+    eprintln!(
+        "note: these are INSECURE test parameters (known randomness), written to {}",
+        store.dir().display()
+    );
+    let rep = Reporter::new();
+    for &kind in kinds {
+        let proof = RegisteredProof::latest(kind, size);
+        ensure_params(store, proof, seed, backend, &rep)?;
+    }
+    if kinds.contains(&ProofKind::PorepC2) {
+        // non-interactive PoRep's aggregation reads the inner-product SRS beside them
+        let (path, made) = store.generate_aggregation_srs(seed)?;
+        if made {
+            rep.done(format!("test inner-product SRS -> {}", path.display()));
+        }
+    }
+    rep.finish();
+    Ok(())
 }
 
 /// Where parameter generation computes its products, from a `--backend` choice.
