@@ -306,7 +306,27 @@ fn srs_name(r: &super::engine::SrsView) -> String {
     ))
 }
 
+/// The gauges (and device counters) of a status snapshot.
 fn render_gauges(out: &mut String, s: &Snapshot) {
+    render_queue_gauges(out, s);
+    render_device_gauges(out, s);
+    render_srs_gauges(out, s);
+    render_device_memory_gauges(out, s);
+    render_host_gauges(out, s);
+}
+
+/// The labels of a device's samples: its PCI address (or `cpu`) and its name.
+fn device_labels(d: &super::engine::DeviceView) -> String {
+    let id = if d.pci.is_empty() {
+        "cpu".to_string()
+    } else {
+        d.pci.clone()
+    };
+    format!("device=\"{}\",name=\"{}\"", esc(&id), esc(&d.name))
+}
+
+/// Jobs waiting and running, by kind.
+fn render_queue_gauges(out: &mut String, s: &Snapshot) {
     header(
         out,
         "queue_pending",
@@ -333,14 +353,10 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
             q.kind, q.in_progress
         );
     }
-    let dev = |d: &super::engine::DeviceView| {
-        let id = if d.pci.is_empty() {
-            "cpu".to_string()
-        } else {
-            d.pci.clone()
-        };
-        format!("device=\"{}\",name=\"{}\"", esc(&id), esc(&d.name))
-    };
+}
+
+/// Each device's busy time, memory, leases, quarantine and partition outcomes.
+fn render_device_gauges(out: &mut String, s: &Snapshot) {
     header(
         out,
         "device_busy_seconds_total",
@@ -351,7 +367,7 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
         let _ = writeln!(
             out,
             "cuzk_device_busy_seconds_total{{{}}} {}",
-            dev(d),
+            device_labels(d),
             d.busy.as_secs_f64()
         );
     }
@@ -365,7 +381,7 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
         let _ = writeln!(
             out,
             "cuzk_device_vram_total_bytes{{{}}} {}",
-            dev(d),
+            device_labels(d),
             d.vram_total
         );
     }
@@ -379,7 +395,7 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
         let _ = writeln!(
             out,
             "cuzk_device_vram_leased_bytes{{{}}} {}",
-            dev(d),
+            device_labels(d),
             d.vram_leased
         );
     }
@@ -393,10 +409,14 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
         let _ = writeln!(
             out,
             "cuzk_device_quarantined{{{}}} {}",
-            dev(d),
+            device_labels(d),
             u8::from(d.quarantined)
         );
     }
+}
+
+/// Loaded parameter sets and their users.
+fn render_srs_gauges(out: &mut String, s: &Snapshot) {
     header(
         out,
         "srs_loaded_bytes",
@@ -425,6 +445,11 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
             r.users
         );
     }
+}
+
+/// How each device's last partition reached its parameters, what it streamed, its peak
+/// memory, and its partition attempts.
+fn render_device_memory_gauges(out: &mut String, s: &Snapshot) {
     header(
         out,
         "device_parameters_streamed",
@@ -436,7 +461,7 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
             let _ = writeln!(
                 out,
                 "cuzk_device_parameters_streamed{{{}}} {}",
-                dev(d),
+                device_labels(d),
                 u8::from(m.residency == "streamed")
             );
         }
@@ -452,7 +477,7 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
             let _ = writeln!(
                 out,
                 "cuzk_device_streamed_bytes_total{{{}}} {}",
-                dev(d),
+                device_labels(d),
                 m.bytes_streamed
             );
         }
@@ -465,7 +490,11 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
     );
     for d in &s.devices {
         if let Some(peak) = d.memory.and_then(|m| m.peak_bytes) {
-            let _ = writeln!(out, "cuzk_device_peak_memory_bytes{{{}}} {peak}", dev(d));
+            let _ = writeln!(
+                out,
+                "cuzk_device_peak_memory_bytes{{{}}} {peak}",
+                device_labels(d)
+            );
         }
     }
     header(
@@ -479,10 +508,14 @@ fn render_gauges(out: &mut String, s: &Snapshot) {
             let _ = writeln!(
                 out,
                 "cuzk_device_partitions_total{{{},outcome=\"{outcome}\"}} {v}",
-                dev(d)
+                device_labels(d)
             );
         }
     }
+}
+
+/// Host memory, uptime and shutdown.
+fn render_host_gauges(out: &mut String, s: &Snapshot) {
     header(
         out,
         "host_memory_used_bytes",
