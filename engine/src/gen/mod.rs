@@ -12,14 +12,14 @@ pub mod sparse;
 mod sparse_tree;
 
 use std::fs::OpenOptions;
-use std::io::{Seek, Write};
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use filecoin_proofs::{
     add_piece, encode_into, generate_fallback_sector_challenges, generate_partition_proofs,
     generate_piece_commitment, generate_single_vanilla_proof, generate_synth_proofs,
     seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2, PaddedBytesAmount,
-    PrivateReplicaInfo, SectorShape2KiB, UnpaddedBytesAmount,
+    PieceInfo, PrivateReplicaInfo, SectorShape2KiB, UnpaddedBytesAmount,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -137,32 +137,71 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         .prefix("cuzk-gen-")
         .tempdir_in(work_dir)
         .map_err(|e| Error::io(work_dir, e))?;
-    let p = |name: &str| dir.path().join(name);
-    let io = |path: &Path, e: std::io::Error| Error::io(path, e);
+    let (porep, sector) = seal_and_c1::<Tree>(seal_proof, dir.path(), &mut rng)?;
+    let winning_post = post_request::<Tree>(ProofKind::WinningPost, size, &sector, &mut rng)?;
+    let window_post = post_request::<Tree>(ProofKind::WindowPost, size, &sector, &mut rng)?;
+    let snap_deals = snap_request::<Tree>(size, dir.path(), &sector, &mut rng)?;
+    Ok(GeneratedInputs {
+        porep,
+        winning_post,
+        window_post,
+        snap_deals,
+    })
+}
 
+/// A sector sealed in a work directory: what its PoSt and SnapDeals proofs read.
+struct SealedSector {
+    cache: PathBuf,
+    sealed: PathBuf,
+    comm_r: [u8; 32],
+    prover_id: [u8; 32],
+    sector_id: SectorId,
+}
+
+/// `path` as an I/O error's subject.
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::io(path, e)
+}
+
+/// Random data of `unpadded` bytes, staged at `path` as a piece; its piece info. `update`:
+/// the piece of a SnapDeals update (for the error messages).
+fn stage_random_piece(
+    rng: &mut ChaCha20Rng,
+    unpadded: UnpaddedBytesAmount,
+    path: &Path,
+    update: bool,
+) -> Result<PieceInfo> {
+    let piece: Vec<u8> = (0..u64::from(unpadded)).map(|_| rng.gen()).collect();
+    let (commitment, add) = if update {
+        ("new piece commitment", "add_piece (update)")
+    } else {
+        ("piece commitment", "add_piece")
+    };
+    let info = fc(commitment, generate_piece_commitment(&piece[..], unpadded))?;
+    let mut f = std::fs::File::create(path).map_err(|e| io(path, e))?;
+    fc(add, add_piece(&piece[..], &mut f, unpadded, &[]))?;
+    f.flush().map_err(|e| io(path, e))?;
+    Ok(info)
+}
+
+/// Seals a sector of random data as `seal_proof` in `dir` (PC1, PC2, the synthetic proofs
+/// where the proof is synthetic, C1), and returns its C2 request and the sealed sector.
+fn seal_and_c1<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    seal_proof: RegisteredProof,
+    dir: &Path,
+    rng: &mut ChaCha20Rng,
+) -> Result<(ProofRequest, SealedSector)> {
     let config = porep::config(seal_proof);
-    let unpadded: UnpaddedBytesAmount = PaddedBytesAmount(size.bytes()).into();
+    let unpadded: UnpaddedBytesAmount = PaddedBytesAmount(seal_proof.sector_size.bytes()).into();
     let prover_id = prover_id_from_miner(GEN_MINER);
     let sector_id = SectorId::from(GEN_SECTOR);
-    let ticket = fr_bytes(&mut rng);
-    let seed_c1 = fr_bytes(&mut rng);
-
-    // 1. a piece of random data, staged
-    let piece: Vec<u8> = (0..u64::from(unpadded)).map(|_| rng.gen()).collect();
-    let piece_info = fc(
-        "piece commitment",
-        generate_piece_commitment(&piece[..], unpadded),
-    )?;
-    let staged = p("staged");
-    {
-        let f = std::fs::File::create(&staged).map_err(|e| io(&staged, e))?;
-        fc("add_piece", add_piece(&piece[..], f, unpadded, &[]))?;
-    }
-    let (cache, sealed) = (p("cache"), p("sealed"));
+    let ticket = fr_bytes(rng);
+    let seed_c1 = fr_bytes(rng);
+    let staged = dir.join("staged");
+    let piece_info = stage_random_piece(rng, unpadded, &staged, false)?;
+    let (cache, sealed) = (dir.join("cache"), dir.join("sealed"));
     std::fs::create_dir_all(&cache).map_err(|e| io(&cache, e))?;
     std::fs::File::create(&sealed).map_err(|e| io(&sealed, e))?;
-
-    // 2. seal: PC1, PC2, C1
     let pc1 = fc(
         "seal_pre_commit_phase1",
         seal_pre_commit_phase1::<_, _, _, Tree>(
@@ -216,71 +255,79 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         what: "C1 output".into(),
         reason: e.to_string(),
     })?;
-    let porep_req = ProofRequest::new(
-        seal_proof,
-        ProofInputs::Porep {
-            c1_json,
-            sector: Some(SectorRef {
-                prover_id,
-                sector_number: GEN_SECTOR,
-            }),
-        },
-    )?;
+    let sector = Some(SectorRef {
+        prover_id,
+        sector_number: GEN_SECTOR,
+    });
+    let request = ProofRequest::new(seal_proof, ProofInputs::Porep { c1_json, sector })?;
+    let sealed_sector = SealedSector {
+        cache,
+        sealed,
+        comm_r,
+        prover_id,
+        sector_id,
+    };
+    Ok((request, sealed_sector))
+}
 
-    // 3. PoSt vanilla proofs over the sealed sector
+/// A PoSt request of `kind` over the sealed sector: fresh randomness, its challenges and
+/// the sector's vanilla proof.
+fn post_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    kind: ProofKind,
+    size: SectorSize,
+    sector: &SealedSector,
+    rng: &mut ChaCha20Rng,
+) -> Result<ProofRequest> {
+    let SealedSector {
+        prover_id,
+        sector_id,
+        ..
+    } = *sector;
     let replica = fc(
         "replica info",
-        PrivateReplicaInfo::<Tree>::new(sealed.clone(), comm_r, cache.clone()),
+        PrivateReplicaInfo::<Tree>::new(sector.sealed.clone(), sector.comm_r, sector.cache.clone()),
     )?;
-    let post_request = |kind: ProofKind, rng: &mut ChaCha20Rng| -> Result<ProofRequest> {
-        let proof = RegisteredProof::latest(kind, size);
-        let cfg = post::config(proof)?;
-        let randomness = fr_bytes(rng);
-        let challenges = fc(
-            "PoSt challenges",
-            generate_fallback_sector_challenges::<Tree>(&cfg, &randomness, &[sector_id], prover_id),
-        )?;
-        let ch = challenges
-            .get(&sector_id)
-            .ok_or_else(|| Error::Filecoin("no challenges for the sector".into()))?;
-        let vanilla = fc(
-            "PoSt vanilla proof",
-            generate_single_vanilla_proof::<Tree>(&cfg, sector_id, &replica, ch),
-        )?;
-        let bytes = bincode::serialize(&vanilla).map_err(|e| Error::Decode {
-            what: "PoSt vanilla proof".into(),
-            reason: e.to_string(),
-        })?;
-        ProofRequest::new(
-            proof,
-            ProofInputs::Post(PostInputs {
-                randomness,
-                prover_id,
-                vanilla_proofs: vec![bytes],
-                partition_index: (kind == ProofKind::WindowPost).then_some(0),
-            }),
-        )
-    };
-    let winning = post_request(ProofKind::WinningPost, &mut rng)?;
-    let window = post_request(ProofKind::WindowPost, &mut rng)?;
+    let proof = RegisteredProof::latest(kind, size);
+    let cfg = post::config(proof)?;
+    let randomness = fr_bytes(rng);
+    let challenges = fc(
+        "PoSt challenges",
+        generate_fallback_sector_challenges::<Tree>(&cfg, &randomness, &[sector_id], prover_id),
+    )?;
+    let ch = challenges
+        .get(&sector_id)
+        .ok_or_else(|| Error::Filecoin("no challenges for the sector".into()))?;
+    let vanilla = fc(
+        "PoSt vanilla proof",
+        generate_single_vanilla_proof::<Tree>(&cfg, sector_id, &replica, ch),
+    )?;
+    let bytes = bincode::serialize(&vanilla).map_err(|e| Error::Decode {
+        what: "PoSt vanilla proof".into(),
+        reason: e.to_string(),
+    })?;
+    ProofRequest::new(
+        proof,
+        ProofInputs::Post(PostInputs {
+            randomness,
+            prover_id,
+            vanilla_proofs: vec![bytes],
+            partition_index: (kind == ProofKind::WindowPost).then_some(0),
+        }),
+    )
+}
 
-    // 4. SnapDeals: encode new random data into the sector, prove the update
-    let new_piece: Vec<u8> = (0..u64::from(unpadded)).map(|_| rng.gen()).collect();
-    let new_info = fc(
-        "new piece commitment",
-        generate_piece_commitment(&new_piece[..], unpadded),
-    )?;
-    let new_staged = p("new-staged");
-    {
-        let mut f = std::fs::File::create(&new_staged).map_err(|e| io(&new_staged, e))?;
-        fc(
-            "add_piece (update)",
-            add_piece(&new_piece[..], &mut f, unpadded, &[]),
-        )?;
-        f.flush().map_err(|e| io(&new_staged, e))?;
-        f.rewind().map_err(|e| io(&new_staged, e))?;
-    }
-    let (new_cache, new_sealed) = (p("new-cache"), p("new-sealed"));
+/// A SnapDeals request: new random data encoded into the sealed sector (a replica of its
+/// own in `dir`), with the update's partition proofs.
+fn snap_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    size: SectorSize,
+    dir: &Path,
+    sector: &SealedSector,
+    rng: &mut ChaCha20Rng,
+) -> Result<ProofRequest> {
+    let unpadded: UnpaddedBytesAmount = PaddedBytesAmount(size.bytes()).into();
+    let new_staged = dir.join("new-staged");
+    let new_info = stage_random_piece(rng, unpadded, &new_staged, true)?;
+    let (new_cache, new_sealed) = (dir.join("new-cache"), dir.join("new-sealed"));
     std::fs::create_dir_all(&new_cache).map_err(|e| io(&new_cache, e))?;
     OpenOptions::new()
         .write(true)
@@ -297,8 +344,8 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             &ucfg,
             &new_sealed,
             &new_cache,
-            &sealed,
-            &cache,
+            &sector.sealed,
+            &sector.cache,
             &new_staged,
             &[new_info],
         ),
@@ -307,11 +354,11 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         "SnapDeals partition proofs",
         generate_partition_proofs::<Tree>(
             ucfg,
-            comm_r,
+            sector.comm_r,
             encoded.comm_r_new,
             encoded.comm_d_new,
-            &sealed,
-            &cache,
+            &sector.sealed,
+            &sector.cache,
             &new_sealed,
             &new_cache,
         ),
@@ -325,19 +372,13 @@ fn generate_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let snap_req = ProofRequest::new(
+    ProofRequest::new(
         update_proof,
         ProofInputs::Snap(SnapInputs {
-            comm_r_old: comm_r,
+            comm_r_old: sector.comm_r,
             comm_r_new: encoded.comm_r_new,
             comm_d_new: encoded.comm_d_new,
             vanilla_proofs,
         }),
-    )?;
-    Ok(GeneratedInputs {
-        porep: porep_req,
-        winning_post: winning,
-        window_post: window,
-        snap_deals: snap_req,
-    })
+    )
 }
