@@ -98,86 +98,105 @@ fn masked<D: Domain>(mut bytes: [u8; 32]) -> Result<D> {
     D::try_from_bytes(&bytes).map_err(|e| Error::Filecoin(format!("label: {e:#}")))
 }
 
-/// The parents' labels the labelling function hashes for `layer` (1-based): the base
-/// (DRG) parents in this layer, then (above layer 1) the expander parents in the layer below,
-/// repeated in turn up to [`TOTAL_PARENTS`].
-fn parent_labels<D: Domain>(
-    cells: &mut BTreeMap<(usize, u64), D>,
-    rng: &mut ChaCha20Rng,
-    parents: &[u32],
+/// The labels of a sparse sector's cells, by (layer, node): the challenged cells computed
+/// layer by layer, every other cell a proof reads drawn at random when first asked for.
+struct Labels<D> {
+    cells: BTreeMap<(usize, u64), D>,
+    /// Draws the random cells, and the sparse trees' unopened nodes.
+    rng: ChaCha20Rng,
+    /// Base (DRG) parents of a node; the expander parents follow them.
     base_degree: usize,
-    layer: usize,
-) -> Result<Vec<D>> {
-    let mut labels = Vec::with_capacity(parents.len());
-    for (i, &p) in parents.iter().enumerate() {
-        let at = if i < base_degree { layer } else { layer - 1 };
-        if at == 0 {
-            // layer 1 has no expander parents
-            break;
-        }
-        labels.push(cell(cells, rng, at, u64::from(p))?);
-    }
-    Ok(labels.iter().copied().cycle().take(TOTAL_PARENTS).collect())
 }
 
-/// The label of a cell, drawn at random the first time an unchallenged cell is asked for.
-fn cell<D: Domain>(
-    cells: &mut BTreeMap<(usize, u64), D>,
-    rng: &mut ChaCha20Rng,
-    layer: usize,
-    node: u64,
-) -> Result<D> {
-    if let Some(d) = cells.get(&(layer, node)) {
-        return Ok(*d);
+impl<D: Domain> Labels<D> {
+    /// The parents' labels the labelling function hashes for `layer` (1-based): the base
+    /// (DRG) parents in this layer, then (above layer 1) the expander parents in the layer
+    /// below, repeated in turn up to [`TOTAL_PARENTS`].
+    fn parents(&mut self, parents: &[u32], layer: usize) -> Result<Vec<D>> {
+        let mut labels = Vec::with_capacity(parents.len());
+        for (i, &p) in parents.iter().enumerate() {
+            let at = if i < self.base_degree {
+                layer
+            } else {
+                layer - 1
+            };
+            if at == 0 {
+                // layer 1 has no expander parents
+                break;
+            }
+            labels.push(self.cell(at, u64::from(p))?);
+        }
+        Ok(labels.iter().copied().cycle().take(TOTAL_PARENTS).collect())
     }
-    let d = masked::<D>(rng.gen())?;
-    cells.insert((layer, node), d);
-    Ok(d)
+
+    /// The label of a cell, drawn at random the first time an unchallenged cell is asked
+    /// for.
+    fn cell(&mut self, layer: usize, node: u64) -> Result<D> {
+        if let Some(d) = self.cells.get(&(layer, node)) {
+            return Ok(*d);
+        }
+        let d = masked::<D>(self.rng.gen())?;
+        self.cells.insert((layer, node), d);
+        Ok(d)
+    }
+
+    /// Labels the challenged nodes (the keys of `parents`) layer by layer, in node order, so
+    /// that every parent that is itself challenged already holds its real label; returns
+    /// the column (every layer's label) of each opened node: the challenged ones and their
+    /// parents.
+    fn label_columns(
+        &mut self,
+        replica_id: &D,
+        parents: &Parents,
+        layers: usize,
+    ) -> Result<BTreeMap<u64, Vec<D>>> {
+        for layer in 1..=layers {
+            for (&c, p) in parents {
+                let ps = self.parents(p, layer)?;
+                let l = label(replica_id, layer, c, &ps)?;
+                self.cells.insert((layer, c), l);
+            }
+        }
+        let opened: BTreeSet<u64> = parents
+            .iter()
+            .flat_map(|(&c, p)| std::iter::once(c).chain(p.iter().map(|&x| u64::from(x))))
+            .collect();
+        let mut columns = BTreeMap::new();
+        for &n in &opened {
+            let rows = (1..=layers)
+                .map(|l| self.cell(l, n))
+                .collect::<Result<Vec<_>>>()?;
+            columns.insert(n, rows);
+        }
+        Ok(columns)
+    }
 }
 
 fn random_domain<D: Domain>(rng: &mut ChaCha20Rng) -> D {
     D::from(Fr::random(rng))
 }
 
-fn porep_for<Tree: 'static + MerkleTreeTrait>(
-    seal_proof: RegisteredProof,
-    seed: u64,
-) -> Result<SparsePorep> {
-    type D<T> = <<T as MerkleTreeTrait>::Hasher as Hasher>::Domain;
-    let config = crate::circuits::porep::config(seal_proof);
-    let vanilla_setup = setup_params(&config).map_err(Error::filecoin)?;
-    let pp = <StackedDrg<'_, Tree, DefaultPieceHasher> as ProofScheme<'_>>::setup(&vanilla_setup)
-        .map_err(Error::filecoin)?;
-    let nodes = (seal_proof.sector_size.bytes() / 32) as usize;
-    let layers = pp.num_layers;
-    let base_degree = pp.graph.base_graph().degree();
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let ticket = fr_bytes(&mut rng);
-    let seed_c1 = fr_bytes(&mut rng);
-    let prover_id = prover_id_from_miner(GEN_MINER);
+/// The domain of a tree's hasher.
+type TreeDomain<T> = <<T as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
-    // The data tree of an all-zero sector.
-    let d_arities = uniform_arities(2, nodes as u64)?;
-    let zeros = zero_roots::<Sha256Hasher>(2, d_arities.len());
-    let comm_d = zeros[d_arities.len()];
-    let mut comm_d_bytes = [0u8; 32];
-    comm_d_bytes.copy_from_slice(comm_d.as_ref());
-    let replica_id = stacked::generate_replica_id::<Tree::Hasher, _>(
-        &prover_id,
-        GEN_SECTOR,
-        &ticket,
-        comm_d_bytes,
-        &config.porep_id,
-    );
+/// An inclusion proof in a tree of `T`'s shape.
+type Inclusion<T> = MerkleProof<
+    <T as MerkleTreeTrait>::Hasher,
+    <T as MerkleTreeTrait>::Arity,
+    <T as MerkleTreeTrait>::SubTreeArity,
+    <T as MerkleTreeTrait>::TopTreeArity,
+>;
 
-    // Challenges (they depend on the replica id and seed only) and their parents.
-    let mut pub_in = stacked::PublicInputs::<D<Tree>, <Sha256Hasher as Hasher>::Domain> {
-        replica_id,
-        seed: Some(seed_c1),
-        tau: None,
-        k: None,
-    };
-    let partitions = usize::from(config.partitions);
+/// The parents (base, then expander) of each challenged node, by node.
+type Parents = BTreeMap<u64, Vec<u32>>;
+
+/// The challenges of each partition, and the parents of every challenged node.
+fn challenge_parents<Tree: 'static + MerkleTreeTrait>(
+    pp: &stacked::PublicParams<Tree>,
+    pub_in: &stacked::PublicInputs<TreeDomain<Tree>, <Sha256Hasher as Hasher>::Domain>,
+    nodes: usize,
+    partitions: usize,
+) -> Result<(Vec<Vec<u64>>, Parents)> {
     let challenges: Vec<Vec<u64>> = (0..partitions)
         .map(|k| {
             pub_in
@@ -188,7 +207,7 @@ fn porep_for<Tree: 'static + MerkleTreeTrait>(
         })
         .collect();
     let challenged: BTreeSet<u64> = challenges.iter().flatten().copied().collect();
-    let mut parents: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    let mut parents = Parents::new();
     for &c in &challenged {
         let mut p = vec![0u32; pp.graph.degree()];
         pp.graph
@@ -196,103 +215,170 @@ fn porep_for<Tree: 'static + MerkleTreeTrait>(
             .map_err(Error::filecoin)?;
         parents.insert(c, p);
     }
+    Ok((challenges, parents))
+}
 
-    // Labels: challenged cells computed layer by layer, in node order, so that every parent
-    // that is itself challenged already holds its real label; other cells are random.
-    let mut cells: BTreeMap<(usize, u64), D<Tree>> = BTreeMap::new();
-    for layer in 1..=layers {
-        for (&c, p) in &parents {
-            let ps = parent_labels(&mut cells, &mut rng, p, base_degree, layer)?;
-            let l = label(&replica_id, layer, c, &ps)?;
-            cells.insert((layer, c), l);
-        }
+/// A sparse sector's three trees: tree_c over the opened columns' hashes, tree_r_last over
+/// the encoded challenged nodes (data 0, so each is its last label), tree_d over zeros.
+struct SparseTrees<Tree: MerkleTreeTrait> {
+    c: SparseTree<Tree::Hasher>,
+    r: SparseTree<Tree::Hasher>,
+    d: SparseTree<Sha256Hasher>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> SparseTrees<Tree> {
+    /// Builds the trees of a sector of `nodes` nodes from its opened `columns` and the last
+    /// layer's labels of its challenged nodes; unopened subtrees are random (tree_c,
+    /// tree_r_last) or zero (tree_d).
+    fn build(
+        nodes: u64,
+        columns: &BTreeMap<u64, Vec<TreeDomain<Tree>>>,
+        challenged: impl Iterator<Item = u64> + Clone,
+        labels: &mut Labels<TreeDomain<Tree>>,
+        layers: usize,
+    ) -> Result<Self> {
+        let arities = shape_arities::<Tree>(nodes)?;
+        let c_leaves = columns
+            .iter()
+            .map(|(&n, rows)| {
+                let col =
+                    Column::<Tree::Hasher>::new(n as u32, rows.clone()).map_err(Error::filecoin)?;
+                Ok((n, TreeDomain::<Tree>::from(col.hash())))
+            })
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        let rng = &mut labels.rng;
+        let c = SparseTree::<Tree::Hasher>::build(arities.clone(), c_leaves, |_, _| {
+            random_domain(rng)
+        })?;
+        let r_leaves = challenged
+            .clone()
+            .map(|n| (n, labels.cells[&(layers, n)]))
+            .collect::<BTreeMap<_, _>>();
+        let rng = &mut labels.rng;
+        let r = SparseTree::<Tree::Hasher>::build(arities, r_leaves, |_, _| random_domain(rng))?;
+        let d_arities = uniform_arities(2, nodes)?;
+        let zeros = zero_roots::<Sha256Hasher>(2, d_arities.len());
+        let d_leaves = challenged
+            .map(|n| (n, Default::default()))
+            .collect::<BTreeMap<_, _>>();
+        let d = SparseTree::<Sha256Hasher>::build(d_arities, d_leaves, |h, _| zeros[h])?;
+        Ok(SparseTrees { c, r, d })
     }
-    let opened: BTreeSet<u64> = parents
-        .iter()
-        .flat_map(|(&c, p)| std::iter::once(c).chain(p.iter().map(|&x| u64::from(x))))
-        .collect();
-    let mut columns: BTreeMap<u64, Vec<D<Tree>>> = BTreeMap::new();
-    for &n in &opened {
-        let rows = (1..=layers)
-            .map(|l| cell(&mut cells, &mut rng, l, n))
-            .collect::<Result<Vec<_>>>()?;
-        columns.insert(n, rows);
+
+    /// comm_r: H(comm_c, comm_r_last).
+    fn comm_r(&self) -> TreeDomain<Tree> {
+        <Tree::Hasher as Hasher>::Function::hash2(&self.c.root(), &self.r.root())
     }
 
-    // tree_c over the column hashes, tree_r_last over the encoded challenged nodes
-    // (data 0, so each is its last label), tree_d over zeros.
-    let arities = shape_arities::<Tree>(nodes as u64)?;
-    let c_leaves = columns
-        .iter()
-        .map(|(&n, rows)| {
-            let col =
-                Column::<Tree::Hasher>::new(n as u32, rows.clone()).map_err(Error::filecoin)?;
-            Ok((n, D::<Tree>::from(col.hash())))
-        })
-        .collect::<Result<BTreeMap<_, _>>>()?;
-    let tree_c = SparseTree::<Tree::Hasher>::build(arities.clone(), c_leaves, |_, _| {
-        random_domain(&mut rng)
-    })?;
-    let r_leaves = challenged
-        .iter()
-        .map(|&c| (c, cells[&(layers, c)]))
-        .collect::<BTreeMap<_, _>>();
-    let tree_r =
-        SparseTree::<Tree::Hasher>::build(arities, r_leaves, |_, _| random_domain(&mut rng))?;
-    let d_leaves = challenged
-        .iter()
-        .map(|&c| (c, Default::default()))
-        .collect::<BTreeMap<_, _>>();
-    let tree_d = SparseTree::<Sha256Hasher>::build(d_arities, d_leaves, |h, _| zeros[h])?;
-    let comm_c = tree_c.root();
-    let comm_r_last = tree_r.root();
-    let comm_r = <Tree::Hasher as Hasher>::Function::hash2(&comm_c, &comm_r_last);
-
-    // The vanilla proofs, partition by partition.
-    type Inclusion<T> = MerkleProof<
-        <T as MerkleTreeTrait>::Hasher,
-        <T as MerkleTreeTrait>::Arity,
-        <T as MerkleTreeTrait>::SubTreeArity,
-        <T as MerkleTreeTrait>::TopTreeArity,
-    >;
-    let column_proof = |n: u64| -> Result<ColumnProof<Inclusion<Tree>>> {
+    /// The column of node `n` with its inclusion proof in tree_c.
+    fn column_proof(
+        &self,
+        columns: &BTreeMap<u64, Vec<TreeDomain<Tree>>>,
+        n: u64,
+    ) -> Result<ColumnProof<Inclusion<Tree>>> {
         let col =
             Column::<Tree::Hasher>::new(n as u32, columns[&n].clone()).map_err(Error::filecoin)?;
-        let inclusion = tree_c.proof(n)?;
+        let inclusion = self.c.proof(n)?;
         ColumnProof::from_column(col, inclusion).map_err(Error::filecoin)
-    };
-    let mut vanilla_proofs = Vec::with_capacity(partitions);
-    for part in &challenges {
-        let mut proofs = Vec::with_capacity(part.len());
-        for &c in part {
-            let p = &parents[&c];
-            let labeling_proofs = (1..=layers)
-                .map(|layer| {
-                    let ps = parent_labels(&mut cells, &mut rng, p, base_degree, layer)?;
-                    Ok(LabelingProof::<Tree::Hasher>::new(layer as u32, c, ps))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let last = parent_labels(&mut cells, &mut rng, p, base_degree, layers)?;
-            proofs.push(stacked::Proof::<Tree, DefaultPieceHasher> {
-                comm_d_proofs: tree_d.proof(c)?,
-                comm_r_last_proof: tree_r.proof(c)?,
-                replica_column_proofs: ReplicaColumnProof {
-                    c_x: column_proof(c)?,
-                    drg_parents: p[..base_degree]
-                        .iter()
-                        .map(|&x| column_proof(u64::from(x)))
-                        .collect::<Result<_>>()?,
-                    exp_parents: p[base_degree..]
-                        .iter()
-                        .map(|&x| column_proof(u64::from(x)))
-                        .collect::<Result<_>>()?,
-                },
-                labeling_proofs,
-                encoding_proof: EncodingProof::new(layers as u32, c, last),
-            });
-        }
-        vanilla_proofs.push(proofs);
     }
+
+    /// The vanilla proof of challenged node `c` (with `parents`).
+    fn challenge_proof(
+        &self,
+        columns: &BTreeMap<u64, Vec<TreeDomain<Tree>>>,
+        labels: &mut Labels<TreeDomain<Tree>>,
+        c: u64,
+        parents: &[u32],
+        layers: usize,
+    ) -> Result<stacked::Proof<Tree, DefaultPieceHasher>> {
+        let base_degree = labels.base_degree;
+        let labeling_proofs = (1..=layers)
+            .map(|layer| {
+                let ps = labels.parents(parents, layer)?;
+                Ok(LabelingProof::<Tree::Hasher>::new(layer as u32, c, ps))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let last = labels.parents(parents, layers)?;
+        let column_proofs = |nodes: &[u32]| {
+            nodes
+                .iter()
+                .map(|&x| self.column_proof(columns, u64::from(x)))
+                .collect::<Result<Vec<_>>>()
+        };
+        Ok(stacked::Proof::<Tree, DefaultPieceHasher> {
+            comm_d_proofs: self.d.proof(c)?,
+            comm_r_last_proof: self.r.proof(c)?,
+            replica_column_proofs: ReplicaColumnProof {
+                c_x: self.column_proof(columns, c)?,
+                drg_parents: column_proofs(&parents[..base_degree])?,
+                exp_parents: column_proofs(&parents[base_degree..])?,
+            },
+            labeling_proofs,
+            encoding_proof: EncodingProof::new(layers as u32, c, last),
+        })
+    }
+}
+
+fn porep_for<Tree: 'static + MerkleTreeTrait>(
+    seal_proof: RegisteredProof,
+    seed: u64,
+) -> Result<SparsePorep> {
+    let config = crate::circuits::porep::config(seal_proof);
+    let vanilla_setup = setup_params(&config).map_err(Error::filecoin)?;
+    let pp = <StackedDrg<'_, Tree, DefaultPieceHasher> as ProofScheme<'_>>::setup(&vanilla_setup)
+        .map_err(Error::filecoin)?;
+    let nodes = (seal_proof.sector_size.bytes() / 32) as usize;
+    let layers = pp.num_layers;
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let ticket = fr_bytes(&mut rng);
+    let seed_c1 = fr_bytes(&mut rng);
+    let prover_id = prover_id_from_miner(GEN_MINER);
+
+    // The data tree of an all-zero sector.
+    let d_heights = uniform_arities(2, nodes as u64)?.len();
+    let comm_d = zero_roots::<Sha256Hasher>(2, d_heights)[d_heights];
+    let mut comm_d_bytes = [0u8; 32];
+    comm_d_bytes.copy_from_slice(comm_d.as_ref());
+    let replica_id = stacked::generate_replica_id::<Tree::Hasher, _>(
+        &prover_id,
+        GEN_SECTOR,
+        &ticket,
+        comm_d_bytes,
+        &config.porep_id,
+    );
+
+    // Challenges (they depend on the replica id and seed only) and their parents, labels,
+    // trees, and the vanilla proofs, partition by partition.
+    let mut pub_in = stacked::PublicInputs::<TreeDomain<Tree>, <Sha256Hasher as Hasher>::Domain> {
+        replica_id,
+        seed: Some(seed_c1),
+        tau: None,
+        k: None,
+    };
+    let partitions = usize::from(config.partitions);
+    let (challenges, parents) = challenge_parents(&pp, &pub_in, nodes, partitions)?;
+    let mut labels = Labels {
+        cells: BTreeMap::new(),
+        rng,
+        base_degree: pp.graph.base_graph().degree(),
+    };
+    let columns = labels.label_columns(&replica_id, &parents, layers)?;
+    let trees = SparseTrees::<Tree>::build(
+        nodes as u64,
+        &columns,
+        parents.keys().copied(),
+        &mut labels,
+        layers,
+    )?;
+    let comm_r = trees.comm_r();
+    let vanilla_proofs = challenges
+        .iter()
+        .map(|part| {
+            part.iter()
+                .map(|&c| trees.challenge_proof(&columns, &mut labels, c, &parents[&c], layers))
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<Vec<_>>>()?;
 
     // filecoin-proofs' own check, as C2 will make it.
     pub_in.tau = Some(stacked::Tau { comm_d, comm_r });
