@@ -6,12 +6,11 @@
 //! |---|---|
 //! | [`partition`] | one partition: upload, H by NTTs, the five MSMs, per-phase times |
 //! | [`batch`] | partitions with streamed bases proved as a batch that shares each transfer |
-//! | [`streamed`] | parameters in page-locked host memory and the rings that stream them |
+//! | [`streamed`] | the rings that stream a circuit's bases from host memory |
 //! | [`ntt`] | the H polynomial on the device (bellperson's conventions) |
 //! | [`masks`] | a circuit's A and B density masks on the device, kept between partitions |
 //! | [`ops`] | the kernels one operation at a time behind the device-operation seam (`dual`) |
 //! | [`resident`] | a circuit's bases on the device, the LRU set under a budget |
-//! | [`streamed`] | a circuit's bases streamed from host memory through rings of device buffers |
 //! | [`pinned`] | a circuit's bases in host memory, registered as page-locked memory once |
 //! | [`vram`] | device memory accounting for the scheduler |
 //!
@@ -46,6 +45,7 @@ pub use masks::QueryMasks;
 pub use partition::{
     prove_msms, upload_assignment, Ahead, PhaseTimes, Proved, Queries, Transfers, Uploaded,
 };
+use pinned::HostSrs;
 pub use resident::DeviceSrs;
 pub use vram::{QueryLens, Residency};
 
@@ -140,6 +140,72 @@ impl<T> Lazy<T> {
             Lazy::Ready(v) => Some(v),
             _ => None,
         }
+    }
+}
+
+/// Where a partition's bases are: resident on the device, or streamed from host memory
+/// (from the registered copy where there is one).
+enum Bases {
+    Resident(Arc<DeviceSrs>),
+    Streamed(Option<Arc<HostSrs>>),
+}
+
+/// `e` with the partition it happened to named.
+fn for_partition(e: Error, partition: usize) -> Error {
+    match e {
+        Error::Prover {
+            backend, reason, ..
+        } => Error::Prover {
+            partition,
+            backend,
+            reason,
+        },
+        e => e,
+    }
+}
+
+/// The device's page-locked staging buffers, made at its first proof; `None` when that
+/// failed (uploads then go from pageable memory: slower, the same results).
+fn staging_of<'a>(
+    staging: &'a mut Lazy<Staging>,
+    dev: &GpuDevice,
+    label: &str,
+) -> Option<&'a mut Staging> {
+    staging.get_or_make(|| {
+        Staging::new(dev).map_err(|e| {
+            tracing::warn!(device = %label, error = %e,
+            "no page-locked staging memory: uploading from pageable memory")
+        })
+    })
+}
+
+/// The upload of `next` on the device's side stream (made when first needed), and `next`'s
+/// token; neither without a next partition or a side stream (uploads are then not
+/// overlapped).
+fn upload_ahead<'a>(
+    side: &'a mut Lazy<GpuDevice>,
+    dev: &GpuDevice,
+    label: &str,
+    next: Option<Upcoming<'a>>,
+) -> (Option<u64>, Option<partition::Ahead<'a>>) {
+    let Some(next) = next else {
+        return (None, None);
+    };
+    let side = side.get_or_make(|| {
+        dev.side_stream().map_err(|e| {
+            tracing::warn!(device = %label, error = %e,
+            "no side stream: partitions' uploads are not overlapped")
+        })
+    });
+    match side {
+        Some(side) => (
+            Some(next.token),
+            Some(partition::Ahead {
+                dev: side,
+                assignment: next.assignment,
+            }),
+        ),
+        None => (None, None),
     }
 }
 
@@ -425,30 +491,9 @@ impl CudaBackend {
             _ => None,
         };
         check_shape(&srs.params, &asg, &srs.path.display().to_string())?;
-        let plan = self.plan(srs).map_err(|e| match e {
-            Error::Prover {
-                backend, reason, ..
-            } => Error::Prover {
-                partition,
-                backend,
-                reason,
-            },
-            e => e,
-        })?;
+        let plan = self.plan(srs).map_err(|e| for_partition(e, partition))?;
         self.last_residency = Some(plan.residency);
-        let (bases, host) = match plan.residency {
-            Residency::Resident => {
-                if let Some(rings) = self.rings.take() {
-                    self.streamed_before += rings.bytes_moved();
-                }
-                (Some(self.resident_bases(srs, partition)?), None)
-            }
-            Residency::Streamed { chunk } => {
-                self.make_room_to_stream(plan.bytes);
-                self.ensure_rings(chunk, partition)?;
-                (None, streamed::host_srs(&self.dev, srs))
-            }
-        };
+        let bases = self.bases_for(srs, plan, partition)?;
         let host_g2 = self.b_g2_on_host.then(|| srs.params.b_g2.as_slice());
         // The next partition is uploaded ahead only if its shape is valid for its parameters
         // and those are resident already (an SRS upload is not something to overlap).
@@ -459,18 +504,18 @@ impl CudaBackend {
         // the circuit's masks, taken out for this partition and put back after it (a
         // streamed circuit keeps none: they are made for each partition)
         let mut masks = self.masks.remove(&srs.id());
-        let keep_masks = bases.is_some();
+        let keep_masks = matches!(bases, Bases::Resident(_));
         let (dev, label) = (&self.dev, &self.label);
         let queries = match (&bases, self.rings.as_mut()) {
-            (Some(resident), _) => Queries::Resident(resident),
-            (None, Some(rings)) => Queries::Streamed {
+            (Bases::Resident(resident), _) => Queries::Resident(resident),
+            (Bases::Streamed(host), Some(rings)) => Queries::Streamed {
                 host: host.as_deref().map_or_else(
                     || streamed::HostQueries::of(&srs.params),
                     streamed::HostSrs::queries,
                 ),
                 rings,
             },
-            (None, None) => {
+            (Bases::Streamed(_), None) => {
                 return Err(Error::Prover {
                     partition,
                     backend: label.clone(),
@@ -478,32 +523,8 @@ impl CudaBackend {
                 })
             }
         };
-        let staging = self.staging.get_or_make(|| {
-            Staging::new(dev).map_err(|e| {
-                tracing::warn!(device = %label, error = %e,
-                "no page-locked staging memory: uploading from pageable memory")
-            })
-        });
-        let side = match next {
-            Some(_) => self.side.get_or_make(|| {
-                dev.side_stream().map_err(|e| {
-                    tracing::warn!(device = %label, error = %e,
-                    "no side stream: partitions' uploads are not overlapped")
-                })
-            }),
-            None => None,
-        };
-        // the token of what is uploaded ahead, and the upload to start
-        let (next_token, ahead) = match (next, side) {
-            (Some(n), Some(side)) => (
-                Some(n.token),
-                Some(partition::Ahead {
-                    dev: side,
-                    assignment: n.assignment,
-                }),
-            ),
-            _ => (None, None),
-        };
+        let staging = staging_of(&mut self.staging, dev, label);
+        let (next_token, ahead) = upload_ahead(&mut self.side, dev, label, next);
         // The proof's witness-independent terms (five scalar multiplications on the host)
         // are computed beside the kernels, not after them on the device's critical path.
         let params = &srs.params;
@@ -525,7 +546,7 @@ impl CudaBackend {
             let blinding = blinding.join().unwrap_or_else(|_| {
                 Err(Error::Prover {
                     partition,
-                    backend: self.label.clone(),
+                    backend: label.clone(),
                     reason: "the thread computing the proof's blinding terms panicked".into(),
                 })
             });
@@ -535,24 +556,55 @@ impl CudaBackend {
             self.masks.insert(srs.id(), kept);
         }
         let (proved, blinding) = (proved?, blinding?);
-        drop((bases, host));
-        // the next partition's upload: its own time and size, beside this partition's phases
-        let (ahead_ms, ahead_bytes) = match &proved.ahead {
-            Some(Ok(up)) => (up.took().as_secs_f64() * 1e3, up.num_bytes()),
-            _ => (0.0, 0),
-        };
-        match (proved.ahead, next_token) {
-            (Some(Ok(up)), Some(t)) => self.ahead = Some((t, up)),
-            (Some(Err(e)), _) => tracing::warn!(device = %self.label, error = %e,
-                "uploading the next partition ahead failed; it will be uploaded in its turn"),
-            _ => {}
-        }
+        drop(bases);
+        let (ahead_ms, ahead_bytes) = self.keep_upload_ahead(proved.ahead, next_token);
         let (msm, times) = (proved.msm, proved.times);
         let proof = blinding.assemble(&msm);
         tracing::debug!(device = %self.label, partition, %times, ahead_ms, ahead_bytes,
             residency = plan.residency.as_str(), streamed_bytes = self.bytes_streamed(),
             "partition proved");
         Ok((proof, times))
+    }
+
+    /// Where this partition's bases come from under `plan`: resident on the device (the
+    /// rings of earlier streamed partitions are freed), or streamed through the device's
+    /// rings (made for the plan's chunk when they are not already), from the registered host
+    /// copy where there is one.
+    fn bases_for(&mut self, srs: &Srs, plan: LeasePlan, partition: usize) -> Result<Bases> {
+        match plan.residency {
+            Residency::Resident => {
+                if let Some(rings) = self.rings.take() {
+                    self.streamed_before += rings.bytes_moved();
+                }
+                Ok(Bases::Resident(self.resident_bases(srs, partition)?))
+            }
+            Residency::Streamed { chunk } => {
+                self.make_room_to_stream(plan.bytes);
+                self.ensure_rings(chunk, partition)?;
+                Ok(Bases::Streamed(streamed::host_srs(&self.dev, srs)))
+            }
+        }
+    }
+
+    /// Keeps the next partition's upload, made during this proof, for the proof of
+    /// `next_token`; a failed one is only logged (the partition is uploaded in its turn).
+    /// Returns the upload's time in milliseconds and its bytes, for the log.
+    fn keep_upload_ahead(
+        &mut self,
+        ahead: Option<Result<Uploaded>>,
+        next_token: Option<u64>,
+    ) -> (f64, usize) {
+        let (ms, bytes) = match &ahead {
+            Some(Ok(up)) => (up.took().as_secs_f64() * 1e3, up.num_bytes()),
+            _ => (0.0, 0),
+        };
+        match (ahead, next_token) {
+            (Some(Ok(up)), Some(t)) => self.ahead = Some((t, up)),
+            (Some(Err(e)), _) => tracing::warn!(device = %self.label, error = %e,
+                "uploading the next partition ahead failed; it will be uploaded in its turn"),
+            _ => {}
+        }
+        (ms, bytes)
     }
 
     /// The rings for streamed bases in G1 chunks of `chunk` points, made (or made again,
@@ -616,12 +668,7 @@ impl CudaBackend {
         );
         let room = vram::batch_room(&queries.lens(), n, chunk);
         let (dev, label) = (&self.dev, &self.label);
-        let staging = self.staging.get_or_make(|| {
-            Staging::new(dev).map_err(|e| {
-                tracing::warn!(device = %label, error = %e,
-                "no page-locked staging memory: uploading from pageable memory")
-            })
-        });
+        let staging = staging_of(&mut self.staging, dev, label);
         let Some(rings) = self.rings.as_mut() else {
             return Err(Error::Prover {
                 partition: first_partition,
