@@ -82,6 +82,9 @@ struct PieceWitness {
     label: Option<Scalar>,
 }
 
+/// A piece's variables, or why it could not be computed.
+type PieceResult = std::result::Result<PieceWitness, SynthesisError>;
+
 /// A fresh witness system holding ONE, ready for a piece's context.
 fn fresh() -> WitnessCs {
     WitnessCs {
@@ -255,21 +258,10 @@ fn pieces<Tree: 'static + MerkleTreeTrait>(
                         column.get_value(layer - 1).to_bits_le(&mut cs)?,
                     ));
                 }
-                // repeated to 37 parents, as the labeling hash does
-                let mut expanded = parents.clone();
-                if layer > 1 {
-                    expanded.extend_from_slice(&parents);
-                    expanded.extend_from_slice(parents.get(..9).ok_or_else(missing)?);
-                } else {
-                    for _ in 0..5 {
-                        expanded.extend_from_slice(&parents);
-                    }
-                    expanded.push(parents.first().ok_or_else(missing)?.clone());
-                }
                 let label = create_label_circuit(
                     &mut cs,
                     &replica_id_bits,
-                    expanded,
+                    expand_parents(parents, layer)?,
                     UInt32::constant(layer as u32),
                     challenge,
                 )?;
@@ -295,9 +287,21 @@ fn pieces<Tree: 'static + MerkleTreeTrait>(
         }
     };
 
+    run_pieces(proofs.len(), layers, piece)
+}
+
+/// Runs every piece of `challenges` challenges of `layers` layers through `piece`, on
+/// rayon's pool, and returns their variables in the circuit's order (each challenge's head,
+/// labelings and tail).
+fn run_pieces(
+    challenges: usize,
+    layers: usize,
+    piece: impl Fn(usize, Piece, &[Scalar]) -> PieceResult + Sync,
+) -> std::result::Result<Vec<Variables>, SynthesisError> {
+    let missing = || SynthesisError::AssignmentMissing;
     // First the heads and the labelings of every challenge, all at once; then the tails,
     // which read the labels.
-    let first: Vec<(usize, Piece)> = (0..proofs.len())
+    let first: Vec<(usize, Piece)> = (0..challenges)
         .flat_map(|c| {
             std::iter::once((c, Piece::Head))
                 .chain((1..=layers).map(move |l| (c, Piece::Labeling(l))))
@@ -317,13 +321,13 @@ fn pieces<Tree: 'static + MerkleTreeTrait>(
                 .collect()
         })
         .collect::<Result<_, _>>()?;
-    let tails = (0..proofs.len())
+    let tails = (0..challenges)
         .into_par_iter()
         .map(|c| piece(c, Piece::Tail, &labels[c]))
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut tails = tails.into_iter();
-    let mut ordered = Vec::with_capacity(done.len() + proofs.len());
+    let mut ordered = Vec::with_capacity(done.len() + challenges);
     for (i, w) in done.into_iter().enumerate() {
         ordered.push((w.input, w.aux));
         if i % per_challenge == layers {
@@ -332,4 +336,24 @@ fn pieces<Tree: 'static + MerkleTreeTrait>(
         }
     }
     Ok(ordered)
+}
+
+/// The parents' label bits as the labeling hash reads them: repeated to 37 parents (above
+/// layer 1, the expander parents follow the base ones).
+fn expand_parents(
+    parents: Vec<Vec<Boolean>>,
+    layer: usize,
+) -> std::result::Result<Vec<Vec<Boolean>>, SynthesisError> {
+    let missing = || SynthesisError::AssignmentMissing;
+    let mut expanded = parents.clone();
+    if layer > 1 {
+        expanded.extend_from_slice(&parents);
+        expanded.extend_from_slice(parents.get(..9).ok_or_else(missing)?);
+    } else {
+        for _ in 0..5 {
+            expanded.extend_from_slice(&parents);
+        }
+        expanded.push(parents.first().ok_or_else(missing)?.clone());
+    }
+    Ok(expanded)
 }
