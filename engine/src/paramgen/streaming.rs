@@ -292,33 +292,7 @@ pub fn write_random_parameters(
         Option::<Scalar>::from(delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
 
     progress(Phase::Evaluating { constraints, m });
-    let (mut inputs, mut aux) = {
-        let mut lagrange = powers(tau, m);
-        info_span!("lagrange", m).in_scope(|| Twiddles::new(domain).ifft(&mut lagrange));
-        let mut acc = Accumulator {
-            lagrange: &lagrange,
-            row: 0,
-            inputs: Vec::with_capacity(count.inputs),
-            aux: Vec::with_capacity(count.aux),
-        };
-        info_span!("accumulate", constraints).in_scope(|| -> Result<(), SynthesisError> {
-            acc.alloc_input(|| "", || Ok(Scalar::ONE))?;
-            circuit.accumulate(&mut acc)
-        })?;
-        if (acc.inputs.len(), acc.aux.len(), acc.row)
-            != (count.inputs, count.aux, count.constraints)
-        {
-            return Err(other(format!(
-                "the circuit synthesised differently twice: {} inputs, {} aux, {} constraints, then {}, {}, {}",
-                count.inputs, count.aux, count.constraints,
-                acc.inputs.len(), acc.aux.len(), acc.row
-            )));
-        }
-        for (i, e) in acc.inputs.iter_mut().enumerate() {
-            e[0] += lagrange[count.constraints + i];
-        }
-        (acc.inputs, acc.aux)
-    };
+    let (mut inputs, mut aux) = evaluate(circuit, &count, domain, tau)?;
     // [a, b, c] -> [a, b, (beta a + alpha b + c) inv]: the IC query for inputs, L for aux
     let ext = |evals: &mut [[Scalar; 3]], inv: Scalar| {
         evals
@@ -389,6 +363,44 @@ pub fn write_random_parameters(
         nonzero[r].to_vec()
     })?;
     Ok(vk)
+}
+
+/// A variable's [a, b, c] evaluated at tau.
+type Evals = [Scalar; 3];
+
+/// Every variable's [a, b, c] evaluated at tau (through the Lagrange coefficients of
+/// `domain`, the inputs' `input * 0 = 0` rows included): the inputs', then the aux
+/// variables'. An error when the circuit synthesises otherwise than it counted.
+fn evaluate(
+    circuit: &dyn BlankCircuit,
+    count: &Counter,
+    domain: Domain,
+    tau: Scalar,
+) -> Result<(Vec<Evals>, Vec<Evals>), SynthesisError> {
+    let mut lagrange = powers(tau, domain.m);
+    info_span!("lagrange", m = domain.m).in_scope(|| Twiddles::new(domain).ifft(&mut lagrange));
+    let mut acc = Accumulator {
+        lagrange: &lagrange,
+        row: 0,
+        inputs: Vec::with_capacity(count.inputs),
+        aux: Vec::with_capacity(count.aux),
+    };
+    let constraints = count.constraints + count.inputs;
+    info_span!("accumulate", constraints).in_scope(|| -> Result<(), SynthesisError> {
+        acc.alloc_input(|| "", || Ok(Scalar::ONE))?;
+        circuit.accumulate(&mut acc)
+    })?;
+    if (acc.inputs.len(), acc.aux.len(), acc.row) != (count.inputs, count.aux, count.constraints) {
+        return Err(other(format!(
+            "the circuit synthesised differently twice: {} inputs, {} aux, {} constraints, then {}, {}, {}",
+            count.inputs, count.aux, count.constraints,
+            acc.inputs.len(), acc.aux.len(), acc.row
+        )));
+    }
+    for (i, e) in acc.inputs.iter_mut().enumerate() {
+        e[0] += lagrange[count.constraints + i];
+    }
+    Ok((acc.inputs, acc.aux))
 }
 
 /// Slot `k` of every input's then every aux variable's evaluations, zeros left out (their
