@@ -47,7 +47,9 @@ use bellperson::groth16::{Parameters, VerifyingKey};
 use blstrs::{Bls12, G2Affine, Scalar};
 use cuzk_engine::cuda::batch::prove_streamed_batch;
 use cuzk_engine::cuda::streamed::{HostSrs, Rings};
-use cuzk_engine::cuda::{prove_msms, DeviceSrs, PhaseTimes, Queries, QueryLens, Transfers};
+use cuzk_engine::cuda::{
+    prove_msms, DeviceSrs, PhaseTimes, Queries, QueryLens, Residency, Transfers,
+};
 use cuzk_engine::kernels::testdata::{g1_points, g2_points};
 use cuzk_engine::kernels::{GpuDevice, Staging, G1, G2};
 use cuzk_engine::pce::{Assignment, Density};
@@ -346,60 +348,91 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// What the command line asks for (see the module documentation).
+struct Options {
+    log_m: u32,
+    check_log_m: u32,
+    runs: usize,
+    kind: Kind,
+    /// (B in G2 on the host, upload through page-locked staging buffers, resident masks)
+    modes: Vec<(bool, bool, bool)>,
+    /// Some mode computes B in G2 on the host (its points are then kept there too).
+    g2_on_host: bool,
+    /// Time partitions with the next one uploaded ahead, after the modes.
+    ahead: bool,
+    timing: cuzk_engine::kernels::StepTiming,
+    /// Device memory budgets in GiB for streamed runs (0: the whole card).
+    budgets: Vec<u64>,
+    /// After each streamed budget's single runs, batches of this many copies (1: none).
+    batch: usize,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Self, Box<dyn std::error::Error>> {
+        let flag = |name: &str| {
+            args.iter()
+                .position(|a| a == name)
+                .and_then(|i| args.get(i + 1))
+                .map(String::as_str)
+        };
+        let g2_modes: Vec<bool> = match flag("--b-g2") {
+            Some("device") => vec![false],
+            Some("host") => vec![true],
+            _ => vec![false, true],
+        };
+        let (upload_modes, ahead): (Vec<bool>, bool) = match flag("--upload") {
+            Some("staged") => (vec![true], false),
+            Some("pageable") => (vec![false], false),
+            Some("ahead") => (vec![true], true),
+            _ => (vec![true, false], true),
+        };
+        let mask_modes: Vec<bool> = match flag("--masks") {
+            Some("fresh") => vec![false],
+            Some("both") => vec![true, false],
+            _ => vec![true],
+        };
+        let modes = g2_modes
+            .iter()
+            .flat_map(|&g| upload_modes.iter().map(move |&u| (g, u)))
+            .flat_map(|(g, u)| mask_modes.iter().map(move |&k| (g, u, k)))
+            .collect();
+        let timing = match flag("--profile") {
+            None => cuzk_engine::kernels::StepTiming::default(),
+            Some(what) => cuzk_engine::kernels::StepTiming::parse(what)
+                .ok_or("--profile takes msm, ntt or all")?,
+        };
+        // --budgets 16,20,24,0
+        let budgets = match flag("--budgets") {
+            None => Vec::new(),
+            Some(list) => list
+                .split(',')
+                .map(|b| {
+                    b.trim()
+                        .parse::<u64>()
+                        .map_err(|e| format!("--budgets {list}: {e}"))
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(Options {
+            log_m: arg(args, "--log-m", POREP_LOG_M as usize) as u32,
+            check_log_m: arg(args, "--check-log-m", 16) as u32,
+            runs: arg(args, "--runs", 3).max(1),
+            kind: Kind::parse(flag("--shape"))?,
+            modes,
+            g2_on_host: g2_modes.contains(&true),
+            ahead,
+            timing,
+            budgets,
+            batch: arg(args, "--batch", 1).max(1),
+        })
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let log_m = arg(&args, "--log-m", POREP_LOG_M as usize) as u32;
-    let check_log_m = arg(&args, "--check-log-m", 16) as u32;
-    let runs = arg(&args, "--runs", 3).max(1);
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .map(String::as_str)
-    };
-    let kind = Kind::parse(flag("--shape"))?;
-    let g2_modes: Vec<bool> = match flag("--b-g2") {
-        Some("device") => vec![false],
-        Some("host") => vec![true],
-        _ => vec![false, true],
-    };
-    let (upload_modes, ahead): (Vec<bool>, bool) = match flag("--upload") {
-        Some("staged") => (vec![true], false),
-        Some("pageable") => (vec![false], false),
-        Some("ahead") => (vec![true], true),
-        _ => (vec![true, false], true),
-    };
-    let mask_modes: Vec<bool> = match flag("--masks") {
-        Some("fresh") => vec![false],
-        Some("both") => vec![true, false],
-        _ => vec![true],
-    };
-    // (B in G2 on the host, upload through page-locked staging buffers, resident masks)
-    let modes: Vec<(bool, bool, bool)> = g2_modes
-        .iter()
-        .flat_map(|&g| upload_modes.iter().map(move |&u| (g, u)))
-        .flat_map(|(g, u)| mask_modes.iter().map(move |&k| (g, u, k)))
-        .collect();
-    let timing = match flag("--profile") {
-        None => cuzk_engine::kernels::StepTiming::default(),
-        Some(what) => cuzk_engine::kernels::StepTiming::parse(what)
-            .ok_or("--profile takes msm, ntt or all")?,
-    };
-    // --budgets 16,20,24,0: device memory budgets in GiB for streamed runs (0: the whole card)
-    let budgets: Vec<u64> = match flag("--budgets") {
-        None => Vec::new(),
-        Some(list) => list
-            .split(',')
-            .map(|b| {
-                b.trim()
-                    .parse::<u64>()
-                    .map_err(|e| format!("--budgets {list}: {e}"))
-            })
-            .collect::<Result<_, _>>()?,
-    };
-    // --batch 10: after each streamed budget's single runs, batches of that many copies
-    let batch = arg(&args, "--batch", 1).max(1);
-    let mut gpu = CudaBackend::open(0)?.with_step_timing(timing);
+    let opts = Options::parse(&args)?;
+    let (kind, log_m, runs) = (opts.kind, opts.log_m, opts.runs);
+    let mut gpu = CudaBackend::open(0)?.with_step_timing(opts.timing);
     println!(
         "# gpu_partition_bench on {} (PCI {}, {} GiB), {} CPU threads",
         gpu.device_name(),
@@ -407,8 +440,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         gpu.total_memory() >> 30,
         rayon::current_num_threads()
     );
-    if check_log_m > 0 {
-        gpu = check(gpu, kind, check_log_m)?;
+    if opts.check_log_m > 0 {
+        gpu = check(gpu, kind, opts.check_log_m)?;
     }
     if log_m == 0 {
         return Ok(());
@@ -448,73 +481,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         gpu.free_memory()? as f64 / (1u64 << 30) as f64
     );
     // the host's copy of B in G2, the same points as on the device
-    let host_b_g2: Vec<G2Affine> = if g2_modes.contains(&true) {
+    let host_b_g2: Vec<G2Affine> = if opts.g2_on_host {
         (0..q.b_g2).map(|i| uniq_g2[i % uniq_g2.len()]).collect()
     } else {
         Vec::new()
     };
     let mut staging = Staging::new(dev)?;
-    for (on_host, staged, keep_masks) in modes {
-        println!(
-            "\nB in G2 on the {}, upload {}, density masks {}:",
-            if on_host {
-                "host (overlapped)"
-            } else {
-                "device"
-            },
-            if staged {
-                "through page-locked staging buffers"
-            } else {
-                "from pageable memory"
-            },
-            if keep_masks {
-                "kept on the device between partitions"
-            } else {
-                "made for each partition"
-            }
-        );
-        let mut masks = None;
-        println!("| run | wall | upload | ntt | msm_h | msm_l | msm_a | msm_b_g1 | msm_b_g2 | download | total | total - upload |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-        let mut totals = Vec::new();
-        for run in 0..=runs {
-            let input = asg.clone();
-            let host = on_host.then_some(host_b_g2.as_slice());
-            let st = staged.then_some(&mut staging);
-            let io = Transfers {
-                staging: st,
-                masks: keep_masks.then_some(&mut masks),
-                ..Transfers::default()
-            };
-            let t = Instant::now();
-            let p: PhaseTimes = prove_msms(dev, Queries::Resident(&srs), input, 0, host, io)?.times;
-            let wall = t.elapsed();
-            let label = if run == 0 {
-                "warm-up".to_string()
-            } else {
-                totals.push((p.total(), p.total() - p.upload, wall));
-                run.to_string()
-            };
-            println!(
-                "| {label} | {:.1} | {} | {:.1} | {:.1} |",
-                ms(wall),
-                phase_cells(&p),
-                ms(p.total()),
-                ms(p.total() - p.upload)
-            );
-        }
-        totals.sort();
-        let (total, compute, _) = totals[(totals.len() - 1) / 2];
-        let mut walls: Vec<Duration> = totals.iter().map(|t| t.2).collect();
-        walls.sort();
-        println!(
-            "median of {runs}: {:.1} ms per partition, {:.1} ms without the upload; wall {:.1} ms (target 600 ms)",
-            ms(total),
-            ms(compute),
-            ms(walls[(walls.len() - 1) / 2])
-        );
+    for &mode in &opts.modes {
+        let host = mode.0.then_some(host_b_g2.as_slice());
+        resident_runs(dev, &srs, &asg, mode, host, runs, &mut staging)?;
     }
-    if !budgets.is_empty() {
+    if !opts.budgets.is_empty() {
         drop(srs);
         let host = Parameters::<Bls12> {
             h: Arc::new(tile(&uniq_g1, q.h)),
@@ -524,12 +501,90 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             b_g2: Arc::new(tile(&uniq_g2, q.b_g2)),
             vk: host_params(&assignment(Shape::new(kind, 10), 1), 1).vk,
         };
-        streamed_runs(&gpu, &host, &asg, (&budgets, batch), runs, &mut staging)?;
+        streamed_runs(
+            &gpu,
+            &host,
+            &asg,
+            (&opts.budgets, opts.batch),
+            runs,
+            &mut staging,
+        )?;
         return Ok(());
     }
-    if ahead {
+    if opts.ahead {
         upload_ahead(dev, &srs, &asg, &mut staging, runs)?;
     }
+    Ok(())
+}
+
+/// The partition with resident bases in one mode (B in G2 on the host, when `host_b_g2` is
+/// given; uploads staged or from pageable memory; masks kept or made each time): a warm-up,
+/// then `runs` timed runs, and their median.
+fn resident_runs(
+    dev: &GpuDevice,
+    srs: &DeviceSrs,
+    asg: &Assignment,
+    (on_host, staged, keep_masks): (bool, bool, bool),
+    host_b_g2: Option<&[G2Affine]>,
+    runs: usize,
+    staging: &mut Staging,
+) -> Result<(), Box<dyn std::error::Error>> {
+    println!(
+        "\nB in G2 on the {}, upload {}, density masks {}:",
+        if on_host {
+            "host (overlapped)"
+        } else {
+            "device"
+        },
+        if staged {
+            "through page-locked staging buffers"
+        } else {
+            "from pageable memory"
+        },
+        if keep_masks {
+            "kept on the device between partitions"
+        } else {
+            "made for each partition"
+        }
+    );
+    let mut masks = None;
+    println!("| run | wall | upload | ntt | msm_h | msm_l | msm_a | msm_b_g1 | msm_b_g2 | download | total | total - upload |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut totals = Vec::new();
+    for run in 0..=runs {
+        let input = asg.clone();
+        let io = Transfers {
+            staging: staged.then_some(&mut *staging),
+            masks: keep_masks.then_some(&mut masks),
+            ..Transfers::default()
+        };
+        let t = Instant::now();
+        let p: PhaseTimes = prove_msms(dev, Queries::Resident(srs), input, 0, host_b_g2, io)?.times;
+        let wall = t.elapsed();
+        let label = if run == 0 {
+            "warm-up".to_string()
+        } else {
+            totals.push((p.total(), p.total() - p.upload, wall));
+            run.to_string()
+        };
+        println!(
+            "| {label} | {:.1} | {} | {:.1} | {:.1} |",
+            ms(wall),
+            phase_cells(&p),
+            ms(p.total()),
+            ms(p.total() - p.upload)
+        );
+    }
+    totals.sort();
+    let (total, compute, _) = totals[(totals.len() - 1) / 2];
+    let mut walls: Vec<Duration> = totals.iter().map(|t| t.2).collect();
+    walls.sort();
+    println!(
+        "median of {runs}: {:.1} ms per partition, {:.1} ms without the upload; wall {:.1} ms (target 600 ms)",
+        ms(total),
+        ms(compute),
+        ms(walls[(walls.len() - 1) / 2])
+    );
     Ok(())
 }
 
@@ -555,8 +610,6 @@ fn streamed_runs(
     staging: &mut Staging,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let dev = gpu.device();
-    let q = QueryLens::of(host);
-    let n = asg.num_constraints();
     let t = Instant::now();
     let pinned = HostSrs::register(dev, host)?;
     println!(
@@ -564,8 +617,20 @@ fn streamed_runs(
         pinned.num_bytes() as f64 / (1u64 << 30) as f64,
         t.elapsed()
     );
-    // the link: 2^25 G1 points (3 GiB) from the registered H query, three times
-    let probe = &pinned.queries().h[..(1usize << 25).min(q.h)];
+    link_bandwidth(dev, &pinned)?;
+    println!("| budget | residency | chunk | run | wall ms | upload | ntt | msm_h | msm_l | msm_a | msm_b_g1 | msm_b_g2 | download | GB moved | peak device GiB | planned GiB |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for &budget in budgets {
+        budget_runs(dev, host, &pinned, asg, budget, (runs, batch), staging)?;
+    }
+    Ok(())
+}
+
+/// The link's bandwidth host to device: 2^25 G1 points (3 GiB) of the registered H query,
+/// copied three times.
+fn link_bandwidth(dev: &GpuDevice, pinned: &HostSrs) -> Result<(), Box<dyn std::error::Error>> {
+    let h = pinned.queries().h;
+    let probe = &h[..(1usize << 25).min(h.len())];
     let mut link = Vec::new();
     for _ in 0..3 {
         let t = Instant::now();
@@ -580,101 +645,107 @@ fn streamed_runs(
         std::mem::size_of_val(probe) >> 20,
         link[1]
     );
-    println!("| budget | residency | chunk | run | wall ms | upload | ntt | msm_h | msm_l | msm_a | msm_b_g1 | msm_b_g2 | download | GB moved | peak device GiB | planned GiB |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    Ok(())
+}
+
+/// The partition under one device memory budget (GiB; 0: this card as the engine plans it):
+/// a warm-up and `runs` timed runs, one table row each, and their median; then, with
+/// streamed bases and `batch` above 1, batches of `batch` copies ([`batched_runs`]).
+fn budget_runs(
+    dev: &GpuDevice,
+    host: &Parameters<Bls12>,
+    pinned: &HostSrs,
+    asg: &Assignment,
+    budget: u64,
+    (runs, batch): (usize, usize),
+    staging: &mut Staging,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let q = QueryLens::of(host);
+    let n = asg.num_constraints();
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    for &budget in budgets {
-        let name = if budget == 0 {
-            "whole card".to_string()
-        } else {
-            format!("{budget} GiB")
-        };
-        let limit = (budget > 0).then_some(budget << 30);
-        let usable = cuzk_engine::cuda::usable_memory(dev.total_memory() as u64, limit);
-        // 0: the engine's own choice on this card (bases resident up to 5/8 of it); a
-        // budget: streamed, as on a card of that size
-        let cap = if budget == 0 { usable / 8 * 5 } else { 0 };
-        let plan = cuzk_engine::cuda::vram::plan(&q, n, usable, cap, None);
-        let residency = match plan {
-            Ok(r) => r,
-            Err(need) => {
-                println!(
-                    "| {budget} GiB | does not fit: needs {:.1} GiB | | | | | | | | | | | | | | |",
-                    gib(need)
-                );
-                continue;
-            }
-        };
-        let planned = match residency {
-            cuzk_engine::cuda::Residency::Resident => cuzk_engine::cuda::vram::vram_needed(&q, n),
-            cuzk_engine::cuda::Residency::Streamed { chunk } => {
-                cuzk_engine::cuda::vram::streamed_needed(&q, n, chunk)
-            }
-        };
-        let resident = match residency {
-            cuzk_engine::cuda::Residency::Resident => Some(DeviceSrs::upload(dev, host)?),
-            _ => None,
-        };
-        let mut rings = match residency {
-            cuzk_engine::cuda::Residency::Streamed { chunk } => Some(Rings::new(dev, chunk)?),
-            _ => None,
-        };
-        let mut walls = Vec::new();
-        for run in 0..=runs {
-            dev.synchronize()?;
-            dev.reset_peak_memory()?;
-            let moved_before = rings.as_ref().map_or(0, |r| r.bytes_moved());
-            let queries = match (&resident, rings.as_mut()) {
-                (Some(r), _) => Queries::Resident(r),
-                (None, Some(rings)) => Queries::Streamed {
-                    host: pinned.queries(),
-                    rings,
-                },
-                (None, None) => return Err("neither resident nor streamed".into()),
-            };
-            let io = Transfers {
-                staging: Some(&mut *staging),
-                ..Transfers::default()
-            };
-            let input = asg.clone();
-            let t = Instant::now();
-            let p = prove_msms(dev, queries, input, 0, None, io)?.times;
-            let wall = t.elapsed();
-            let moved = rings.as_ref().map_or(0, |r| r.bytes_moved()) - moved_before;
-            let peak = dev.peak_memory()?.unwrap_or(0);
-            let label = if run == 0 {
-                "warm-up".to_string()
-            } else {
-                walls.push(wall);
-                run.to_string()
-            };
-            let chunk = match residency {
-                cuzk_engine::cuda::Residency::Streamed { chunk } => {
-                    format!("2^{}", chunk.trailing_zeros())
-                }
-                _ => "-".into(),
-            };
+    let name = if budget == 0 {
+        "whole card".to_string()
+    } else {
+        format!("{budget} GiB")
+    };
+    let limit = (budget > 0).then_some(budget << 30);
+    let usable = cuzk_engine::cuda::usable_memory(dev.total_memory() as u64, limit);
+    // 0: the engine's own choice on this card (bases resident up to 5/8 of it); a
+    // budget: streamed, as on a card of that size
+    let cap = if budget == 0 { usable / 8 * 5 } else { 0 };
+    let residency = match cuzk_engine::cuda::vram::plan(&q, n, usable, cap, None) {
+        Ok(r) => r,
+        Err(need) => {
             println!(
-                "| {} | {} | {chunk} | {label} | {:.1} | {} | {:.1} | {:.2} | {:.2} |",
-                name,
-                residency.as_str(),
-                ms(wall),
-                phase_cells(&p),
-                moved as f64 / 1e9,
-                gib(peak),
-                gib(planned)
+                "| {budget} GiB | does not fit: needs {:.1} GiB | | | | | | | | | | | | | | |",
+                gib(need)
             );
+            return Ok(());
         }
-        walls.sort();
+    };
+    let (planned, chunk, resident, mut rings) = match residency {
+        Residency::Resident => (
+            cuzk_engine::cuda::vram::vram_needed(&q, n),
+            "-".to_string(),
+            Some(DeviceSrs::upload(dev, host)?),
+            None,
+        ),
+        Residency::Streamed { chunk } => (
+            cuzk_engine::cuda::vram::streamed_needed(&q, n, chunk),
+            format!("2^{}", chunk.trailing_zeros()),
+            None,
+            Some(Rings::new(dev, chunk)?),
+        ),
+    };
+    let mut walls = Vec::new();
+    for run in 0..=runs {
+        dev.synchronize()?;
+        dev.reset_peak_memory()?;
+        let moved_before = rings.as_ref().map_or(0, |r| r.bytes_moved());
+        let queries = match (&resident, rings.as_mut()) {
+            (Some(r), _) => Queries::Resident(r),
+            (None, Some(rings)) => Queries::Streamed {
+                host: pinned.queries(),
+                rings,
+            },
+            (None, None) => return Err("neither resident nor streamed".into()),
+        };
+        let io = Transfers {
+            staging: Some(&mut *staging),
+            ..Transfers::default()
+        };
+        let input = asg.clone();
+        let t = Instant::now();
+        let p = prove_msms(dev, queries, input, 0, None, io)?.times;
+        let wall = t.elapsed();
+        let moved = rings.as_ref().map_or(0, |r| r.bytes_moved()) - moved_before;
+        let peak = dev.peak_memory()?.unwrap_or(0);
+        let label = if run == 0 {
+            "warm-up".to_string()
+        } else {
+            walls.push(wall);
+            run.to_string()
+        };
         println!(
-            "budget {}: median of {runs} {:.1} ms per partition ({})",
+            "| {} | {} | {chunk} | {label} | {:.1} | {} | {:.1} | {:.2} | {:.2} |",
             name,
-            ms(walls[(walls.len() - 1) / 2]),
-            residency
+            residency.as_str(),
+            ms(wall),
+            phase_cells(&p),
+            moved as f64 / 1e9,
+            gib(peak),
+            gib(planned)
         );
-        if let (Some(rings), true) = (rings.as_mut(), batch > 1) {
-            batched_runs(dev, &pinned, rings, asg, (batch, runs), &name, staging)?;
-        }
+    }
+    walls.sort();
+    println!(
+        "budget {}: median of {runs} {:.1} ms per partition ({})",
+        name,
+        ms(walls[(walls.len() - 1) / 2]),
+        residency
+    );
+    if let (Some(rings), true) = (rings.as_mut(), batch > 1) {
+        batched_runs(dev, pinned, rings, asg, (batch, runs), &name, staging)?;
     }
     Ok(())
 }
