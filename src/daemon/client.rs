@@ -1,7 +1,7 @@
 //! The client side: connecting to a daemon over a unix socket or TCP, and the
 //! `cuzk client` subcommands an operator drives a running daemon with.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use hyper_util::rt::TokioIo;
@@ -202,6 +202,40 @@ fn write_proof(r: &pb::AwaitProofResponse, out: Option<&PathBuf>) -> Result<()> 
     }
 }
 
+/// `cuzk client prove`: submits the request in `input`, and unless `no_wait` waits for its
+/// proof and writes it to `out` (else prints the job id).
+async fn prove(
+    c: &mut Client,
+    input: &Path,
+    out: Option<&PathBuf>,
+    request_id: &str,
+    priority: Option<&str>,
+    no_wait: bool,
+) -> Result<()> {
+    let rpc = DaemonError::rpc;
+    let bytes = std::fs::read(input).map_err(|e| DaemonError::io(input, e))?;
+    let request = ProofRequest::from_json(&bytes)?;
+    let submit = validate::to_wire(&request, request_id, priority_value(priority)?);
+    if no_wait {
+        let r = c
+            .submit_proof(submit)
+            .await
+            .map_err(|s| rpc("SubmitProof", s))?
+            .into_inner();
+        println!("{}", r.job_id);
+        return Ok(());
+    }
+    let r = c
+        .prove(pb::ProveRequest {
+            submit: Some(submit),
+        })
+        .await
+        .map_err(|s| rpc("Prove", s))?
+        .into_inner();
+    let result = r.result.unwrap_or_default();
+    write_proof(&result, out)
+}
+
 async fn run_cmd(c: &mut Client, cmd: ClientCmd) -> Result<()> {
     let rpc = DaemonError::rpc;
     match cmd {
@@ -212,28 +246,15 @@ async fn run_cmd(c: &mut Client, cmd: ClientCmd) -> Result<()> {
             priority,
             no_wait,
         } => {
-            let bytes = std::fs::read(&input).map_err(|e| DaemonError::io(&input, e))?;
-            let request = ProofRequest::from_json(&bytes)?;
-            let submit =
-                validate::to_wire(&request, &request_id, priority_value(priority.as_deref())?);
-            if no_wait {
-                let r = c
-                    .submit_proof(submit)
-                    .await
-                    .map_err(|s| rpc("SubmitProof", s))?
-                    .into_inner();
-                println!("{}", r.job_id);
-                return Ok(());
-            }
-            let r = c
-                .prove(pb::ProveRequest {
-                    submit: Some(submit),
-                })
-                .await
-                .map_err(|s| rpc("Prove", s))?
-                .into_inner();
-            let result = r.result.unwrap_or_default();
-            write_proof(&result, out.as_ref())
+            prove(
+                c,
+                &input,
+                out.as_ref(),
+                &request_id,
+                priority.as_deref(),
+                no_wait,
+            )
+            .await
         }
         ClientCmd::Await {
             job,
