@@ -134,6 +134,19 @@ pub fn render(
         gib(snapshot.host_memory_budget),
     );
 
+    write_devices(&mut h, snapshot, busy_share);
+    write_queues(&mut h, snapshot);
+    write_running(&mut h, snapshot);
+    write_failures(&mut h, failures, job_name);
+    let _ = writeln!(
+        h,
+        "<p class=\"foot\">Reloads every {REFRESH_SECS} s. Metrics: <a href=\"/metrics\">/metrics</a>.</p></body></html>"
+    );
+    h
+}
+
+/// The devices table: each device's busy share, running partition, memory and state.
+fn write_devices(h: &mut String, snapshot: &Snapshot, busy_share: &[f64]) {
     h.push_str("<h2>Devices</h2>\n<table id=\"devices\"><tr><th>#</th><th>device</th><th>PCI</th><th>UUID</th><th>busy (last minutes)</th><th>running</th><th>VRAM leased / total</th><th>state</th></tr>\n");
     for (i, d) in snapshot.devices.iter().enumerate() {
         let share = busy_share.get(i).copied().unwrap_or(0.0);
@@ -169,7 +182,10 @@ pub fn render(
         );
     }
     h.push_str("</table>\n");
+}
 
+/// The queues table: jobs and partitions waiting and on a device, by kind.
+fn write_queues(h: &mut String, snapshot: &Snapshot) {
     h.push_str("<h2>Queues</h2>\n<table id=\"queues\"><tr><th>kind</th><th>jobs waiting</th><th>jobs on a device</th><th>partitions waiting</th><th>partitions on a device</th></tr>\n");
     for q in &snapshot.queues {
         let _ = writeln!(
@@ -179,7 +195,10 @@ pub fn render(
         );
     }
     h.push_str("</table>\n");
+}
 
+/// The running jobs and their progress.
+fn write_running(h: &mut String, snapshot: &Snapshot) {
     h.push_str("<h2>Running jobs</h2>\n");
     if snapshot.running.is_empty() {
         h.push_str("<p class=\"none\">none</p>\n");
@@ -200,7 +219,10 @@ pub fn render(
         }
         h.push_str("</table>\n");
     }
+}
 
+/// The recent failures, newest first.
+fn write_failures(h: &mut String, failures: &[FailedJob], job_name: &dyn Fn(u64) -> String) {
     h.push_str("<h2>Recent failures</h2>\n");
     if failures.is_empty() {
         h.push_str("<p class=\"none\">none</p>\n");
@@ -219,11 +241,6 @@ pub fn render(
         }
         h.push_str("</table>\n");
     }
-    let _ = writeln!(
-        h,
-        "<p class=\"foot\">Reloads every {REFRESH_SECS} s. Metrics: <a href=\"/metrics\">/metrics</a>.</p></body></html>"
-    );
-    h
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}\
