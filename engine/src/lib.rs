@@ -18,6 +18,7 @@
 //! | [`circuits`] | vanilla proofs -> per-partition circuits and public inputs |
 //! | [`srs`] | parameter files: load once, share, generate test sizes atomically |
 //! | [`param_file`] | parameter files: version in names, atomic writes, read with the points decoded on every core |
+//! | [`pinned`] | a circuit's bases in host memory, registered once as page-locked memory for GPUs that stream them |
 //! | [`recordings`] | the PCE store: recorded constraint systems, cached on disk |
 //! | [`domain`] | the H polynomial's evaluation domain, sized from the constraint count |
 //! | [`prover`] | the backend trait, shape checks, final proof assembly |
@@ -49,6 +50,7 @@ pub mod kind;
 pub mod options;
 pub mod param_file;
 pub mod paramgen;
+pub mod pinned;
 pub mod prover;
 pub mod recordings;
 pub mod request;

@@ -46,7 +46,7 @@ pub struct Srs {
     id: u64,
     /// The query bases registered as page-locked host memory, for devices that stream them
     /// (made by the first such device, shared by all; `None` inside when that failed).
-    pub(crate) host_pinned: OnceLock<Option<Arc<crate::cuda::pinned::HostSrs>>>,
+    pub(crate) host_pinned: OnceLock<Option<Arc<crate::pinned::HostSrs>>>,
 }
 
 /// Hands out [`Srs::id`]s: never reused within a process.

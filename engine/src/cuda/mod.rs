@@ -11,7 +11,6 @@
 //! | [`masks`] | a circuit's A and B density masks on the device, kept between partitions |
 //! | [`ops`] | the kernels one operation at a time behind the device-operation seam (`dual`) |
 //! | [`resident`] | a circuit's bases on the device, the LRU set under a budget |
-//! | [`pinned`] | a circuit's bases in host memory, registered as page-locked memory once |
 //! | [`vram`] | device memory accounting for the scheduler |
 //!
 //! A `CudaBackend` is created and used by one thread, the device actor's, which owns it:
@@ -24,7 +23,6 @@ pub mod masks;
 pub mod ntt;
 pub mod ops;
 pub mod partition;
-pub mod pinned;
 pub mod resident;
 pub mod streamed;
 pub mod vram;
@@ -39,13 +37,13 @@ use cuzk_pce::Assignment;
 use tracing::info_span;
 
 use crate::error::{Error, Result};
+use crate::pinned::HostSrs;
 use crate::prover::{check_shape, Backend, BatchItem, Blinding, Upcoming};
 use crate::srs::Srs;
 pub use masks::QueryMasks;
 pub use partition::{
     prove_msms, upload_assignment, Ahead, PhaseTimes, Proved, Queries, Transfers, Uploaded,
 };
-use pinned::HostSrs;
 pub use resident::DeviceSrs;
 pub use vram::{QueryLens, Residency};
 

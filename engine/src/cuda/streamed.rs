@@ -2,7 +2,7 @@
 //! hold a circuit's bases beside a partition's working memory.
 //!
 //! A circuit's five queries are registered as page-locked host memory once per process
-//! ([`host_srs`]: a [`HostSrs`] of [`super::pinned`], kept with the [`Srs`] and shared by
+//! ([`host_srs`]: a [`HostSrs`] of [`crate::pinned`], kept with the [`Srs`] and shared by
 //! every device); each device streams them through two rings of device buffers ([`Rings`],
 //! sized by [`super::vram`]), a chunk of points at a time, while its kernels work on the
 //! previous chunk. Where registration fails (the system refuses to lock that much memory),
@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use cuzk_kernels::{BaseRing, GpuDevice, G1, G2};
 
-pub use super::pinned::{HostQueries, HostSrs};
 pub use super::vram::{g2_chunk, RING_SLOTS};
+pub use crate::pinned::{HostQueries, HostSrs};
 use crate::srs::Srs;
 
 /// `srs`'s registered host copy, registered through `dev` at the first call for this `Srs`

@@ -12,6 +12,7 @@ use blstrs::Bls12;
 use cuzk_kernels::{msm_scratch_bytes, BaseRing, G1, G2};
 
 use super::masks::QueryMasks;
+use crate::pinned::HostQueries;
 
 /// Bytes of one Fr scalar on the device.
 pub const SCALAR_BYTES: u64 = 32;
@@ -69,6 +70,20 @@ impl QueryLens {
     /// L query's count), kept with the bases from its first partition on.
     pub fn mask_bytes(&self) -> u64 {
         QueryMasks::bytes_for(self.l)
+    }
+}
+
+// Here, with the rest of the accounting, so that `crate::pinned` needs nothing of `cuda`.
+impl HostQueries<'_> {
+    /// Point counts of the five queries.
+    pub fn lens(&self) -> QueryLens {
+        QueryLens {
+            h: self.h.len(),
+            l: self.l.len(),
+            a: self.a.len(),
+            b_g1: self.b_g1.len(),
+            b_g2: self.b_g2.len(),
+        }
     }
 }
 

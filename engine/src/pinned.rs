@@ -1,11 +1,10 @@
-//! A circuit's query bases in host memory, for devices that stream them: registered once a
-//! process as page-locked memory ([`HostSrs`]), or read where they lie ([`HostQueries::of`]).
+//! A circuit's query bases in host memory, for GPUs that stream them: registered once a
+//! process as page-locked memory ([`HostSrs`], kept with the [`crate::Srs`]), or read where
+//! they lie ([`HostQueries::of`]). The CUDA backend streams them ([`crate::cuda::streamed`]).
 
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, G1Affine, G2Affine};
 use cuzk_kernels::{GpuDevice, PinnedPoints};
-
-use super::vram::QueryLens;
 
 /// A circuit's query bases registered as page-locked host memory (portable: every device's
 /// context copies from it at the link's speed). Unregistered when dropped.
@@ -57,7 +56,7 @@ impl HostSrs {
     }
 }
 
-/// A circuit's five queries in host memory, for [`super::prove_msms`]'s streamed MSMs.
+/// A circuit's five queries in host memory, for [`crate::cuda::prove_msms`]'s streamed MSMs.
 #[derive(Clone, Copy, Debug)]
 pub struct HostQueries<'a> {
     /// H query.
@@ -81,17 +80,6 @@ impl<'a> HostQueries<'a> {
             a: &params.a,
             b_g1: &params.b_g1,
             b_g2: &params.b_g2,
-        }
-    }
-
-    /// Point counts of the five queries.
-    pub fn lens(&self) -> QueryLens {
-        QueryLens {
-            h: self.h.len(),
-            l: self.l.len(),
-            a: self.a.len(),
-            b_g1: self.b_g1.len(),
-            b_g2: self.b_g2.len(),
         }
     }
 }
