@@ -527,9 +527,9 @@ fn ten_partitions_batched_with_streamed_parameters_are_the_single_proofs() {
         let (srs, parts) = support::synthesized(&store, request).expect("synthesis");
         let items: Vec<_> = (0..10)
             .map(|i| {
-                let (asg, inputs) = &parts[i % parts.len()];
+                let (asg, inputs, index) = &parts[i % parts.len()];
                 let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-                (asg.clone(), inputs.clone(), r, s, i % parts.len())
+                (asg.clone(), inputs.clone(), r, s, *index)
             })
             .collect();
         let singles: Vec<Vec<u8>> = items

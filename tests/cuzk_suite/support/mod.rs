@@ -115,33 +115,24 @@ pub fn prove_on_backend(
     s: blstrs::Scalar,
 ) -> cuzk::Result<OnBackend> {
     use bellperson::groth16::verify_proof;
-    let plan = cuzk::circuits::plan(request)?;
-    assert!(plan.aggregation.is_none(), "an aggregated request");
-    let srs = store.get_by_identifier(request.proof, &plan.params_identifier)?;
-    let r1cs = store
-        .pce()
-        .get_or_record(&plan.shape_identity(), plan.blank)?;
+    assert!(
+        cuzk::circuits::plan(request)?.aggregation.is_none(),
+        "an aggregated request"
+    );
+    let (srs, parts) = synthesized(store, request)?;
     let mut out = OnBackend {
         bytes: Vec::new(),
-        partitions: plan.partitions.len(),
+        partitions: parts.len(),
         prove: std::time::Duration::ZERO,
     };
-    for job in plan.partitions {
-        let asg = cuzk::synthesis::synthesize_partition(
-            job.circuit,
-            Some(&r1cs),
-            &job.public_inputs,
-            job.index,
-            None,
-        )?;
+    for (asg, inputs, index) in parts {
         let t = std::time::Instant::now();
-        let proof = backend.prove(&srs, asg, r, s, job.index)?;
+        let proof = backend.prove(&srs, asg, r, s, index)?;
         out.prove += t.elapsed();
         assert!(
-            verify_proof(&srs.pvk, &proof, &job.public_inputs).expect("verifier runs"),
-            "{}: partition {} proved on {} does not verify",
+            verify_proof(&srs.pvk, &proof, &inputs).expect("verifier runs"),
+            "{}: partition {index} proved on {} does not verify",
             request.proof,
-            job.index,
             backend.name()
         );
         proof.write(&mut out.bytes).expect("serialise");
@@ -149,8 +140,8 @@ pub fn prove_on_backend(
     Ok(out)
 }
 
-/// A partition's assignment with its public inputs.
-pub type Synthesized = (cuzk::pce::Assignment, Vec<blstrs::Scalar>);
+/// A partition's assignment with its public inputs and its index.
+pub type Synthesized = (cuzk::pce::Assignment, Vec<blstrs::Scalar>, usize);
 
 /// `request`'s partitions synthesized through the PCE, with their public inputs, and its
 /// parameters: what a test hands to `Backend::prove_batch`.
@@ -172,7 +163,7 @@ pub fn synthesized(
             job.index,
             None,
         )?;
-        out.push((asg, job.public_inputs));
+        out.push((asg, job.public_inputs, job.index));
     }
     Ok((srs, out))
 }
