@@ -45,13 +45,7 @@ pub struct QueryScalars {
 impl QueryScalars {
     /// `asg`'s query scalars, classified on rayon's pool.
     pub fn of(asg: &Assignment) -> cuzk_kernels::Result<Self> {
-        let b_inputs: Vec<Scalar> = asg
-            .input
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| asg.b_input_density.get(*i))
-            .map(|(_, s)| *s)
-            .collect();
+        let b_inputs = partition::select(&asg.input, &asg.b_input_density);
         Ok(QueryScalars {
             l: OnesAndRest::classify(&asg.aux)?,
             a: head_then_selected(&asg.input, &asg.aux, &asg.a_aux_density)?,

@@ -21,7 +21,7 @@ use cuzk_pce::Density;
 use group::Group;
 use tracing::info_span;
 
-use super::partition::density_words;
+use super::partition::{density_words, select};
 use super::resident::{DeviceSrs, Lru};
 use super::streamed::{host_srs, HostQueries, HostSrs, Rings};
 use super::vram::{QueryLens, Residency};
@@ -203,15 +203,6 @@ fn head_then_selected(
         }
     }
     Ok(Some(buf))
-}
-
-/// The elements of `v` whose `d` bit is set, in order.
-fn select(v: &[Scalar], d: &Density) -> Vec<Scalar> {
-    v.iter()
-        .enumerate()
-        .filter(|(i, _)| d.get(*i))
-        .map(|(_, s)| *s)
-        .collect()
 }
 
 impl CudaOps {
@@ -514,15 +505,5 @@ mod tests {
         assert!(matches!(err, Error::Device { .. }), "{err:?}");
         let msg = err.to_string();
         assert!(msg.contains("cuda:0") && msg.contains("driver"), "{msg}");
-    }
-
-    #[test]
-    fn select_keeps_order_and_skips_past_the_end() {
-        let v: Vec<Scalar> = (0..5u64).map(Scalar::from).collect();
-        let mut d = Density::new();
-        for bit in [true, false, true] {
-            d.push(bit);
-        }
-        assert_eq!(select(&v, &d), vec![Scalar::from(0u64), Scalar::from(2u64)]);
     }
 }

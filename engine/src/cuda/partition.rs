@@ -156,7 +156,7 @@ pub fn density_words(d: &Density, n: usize) -> Cow<'_, [u64]> {
 }
 
 /// The selected elements of `v`, in order (`d.get(i)` for each index `i`).
-fn select(v: &[Scalar], d: &Density) -> Vec<Scalar> {
+pub(super) fn select(v: &[Scalar], d: &Density) -> Vec<Scalar> {
     v.iter()
         .enumerate()
         .filter(|(i, _)| d.get(*i))
