@@ -11,10 +11,10 @@ use blstrs::Scalar;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use tracing::info_span;
 
+use crate::curve::MsmCurve;
 use crate::device::{DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
 use crate::layout::DeviceElem;
-use crate::msm::MsmCurve;
 
 /// Products computed per launch at most: bounds the device memory of one call (2^22 G2
 /// products: 1.2 GiB of results, 128 MiB of scalars).

@@ -10,6 +10,7 @@
 //! | [`layout`] | device layouts of blstrs types (`Scalar`, `G1Affine`, `G2Affine`) with size assertions |
 //! | [`ones`] | scalar vectors kept as a bitmap of their ones and a list of the rest, written out on the device |
 //! | [`ntt`] | forward / inverse / coset Fr NTT with bellperson's conventions, element-wise Fr ops |
+//! | [`curve`] | the curve groups the MSMs run over ([`MsmCurve`]: [`G1`], [`G2`]) |
 //! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
 //! | [`fixed_base`] | one fixed point times many scalars, by window tables (parameter generation) |
 //! | [`field`] | element-wise Fr / Fp / Fp2 arithmetic on the device, for differential tests |
@@ -30,6 +31,7 @@
 pub mod bounce;
 pub mod compact;
 pub mod compile;
+pub mod curve;
 pub mod device;
 pub mod error;
 pub mod field;
@@ -47,11 +49,10 @@ pub mod testdata;
 mod twiddles;
 
 pub use compact::DeviceBitmap;
+pub use curve::{MsmCurve, G1, G2};
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
-pub use msm::{
-    msm_bucket_bytes, msm_scratch_bytes, Bases, G1Bases, G2Bases, MsmCurve, SortedScalars, G1, G2,
-};
+pub use msm::{msm_bucket_bytes, msm_scratch_bytes, Bases, G1Bases, G2Bases, SortedScalars};
 pub use ntt::{coset_z_inverse, NttKind, NttOptions};
 pub use ones::{DeviceOnesAndRest, OnesAndRest};
 pub use profile::StepTiming;

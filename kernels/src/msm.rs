@@ -27,10 +27,10 @@ use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 use group::Group;
 
-use crate::compile::{KernelModule, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE};
+use crate::curve::{MsmCurve, G1, G2};
 use crate::device::{check_len, DeviceBuffer, GpuDevice, PciId};
 use crate::error::{Error, Result};
-use crate::layout::{fp2_from_limbs, fp_from_limbs, host, DeviceElem, FrRaw};
+use crate::layout::{DeviceElem, FrRaw};
 use crate::ones::DeviceOnesAndRest;
 use crate::profile::Steps;
 use crate::stream::BaseRing;
@@ -42,98 +42,6 @@ use crate::stream::BaseRing;
 /// against 2 x 15.8 (untiled: 104-109). A 32 GiB partition's H MSM took
 /// 795.5-796.9 ms as one chunk against 794.3-794.7 as two, for about 8 GiB more scratch.
 pub const MAX_CHUNK: usize = 1 << 26;
-
-/// A curve group the MSM kernels are instantiated for.
-pub trait MsmCurve: Send + Sync + 'static {
-    /// Affine point type as stored on the device.
-    type Affine: DeviceElem;
-    /// Result type.
-    type Projective: Group + Copy;
-    /// Kernel module (every MSM kernel but `msm_accumulate`).
-    const MODULE: KernelModule;
-    /// Kernel module of `msm_accumulate` (everything inlined).
-    const ACCUMULATE_MODULE: KernelModule;
-    /// Suffix of the kernel names (`_g1`, `_g2`).
-    const SUFFIX: &'static str;
-    /// u64 limbs of one XYZZ point (4 coordinates).
-    const XYZZ_LIMBS: usize;
-    /// Short name for spans and errors.
-    const NAME: &'static str;
-    /// Whether the accumulation module also holds lane-pair forms (each lane with one half
-    /// of every Fp2 value, `fp2_pair.cuh`) of `msm_accumulate`, `msm_fix_round` and
-    /// `msm_segments`, named `{kernel}_pair{SUFFIX}`: G2's.
-    const PAIR_KERNELS: bool;
-    /// Mean bucket sizes a run of the accumulation holds, at least 4 (the scratch that
-    /// [`msm_scratch_bytes`] counts holds runs of at least 4 mean bucket sizes). Longer
-    /// runs split fewer buckets (whose pieces cost the piece sums) and make fewer threads.
-    /// Measured on an H200 (random scalars): G2 2^24 344.6-344.8
-    /// ms at 4, 341.6-341.9 at 8 (piece sums 10.0 -> 4.7 ms), 342.4 at 16, 2^20 and 2^22 the
-    /// same; G1 2^26 395.5-395.7 at 4, 396.8-397.4 at 8, and 2^20 / 2^22 10.5 / 32.2 ms at 4
-    /// against 12.0 / 39.2 at 8 (too few threads). So 4 for G1, 8 for G2 (two threads a run).
-    const RUN_FACTOR: usize;
-    /// Converts device XYZZ limbs (Montgomery form) to a projective point.
-    fn from_xyzz(limbs: &[u64]) -> Self::Projective;
-}
-
-/// Marker for G1 (points over Fp).
-#[derive(Debug)]
-pub enum G1 {}
-/// Marker for G2 (points over Fp2).
-#[derive(Debug)]
-pub enum G2 {}
-
-impl MsmCurve for G1 {
-    type Affine = G1Affine;
-    type Projective = G1Projective;
-    const MODULE: KernelModule = MSM_G1;
-    const ACCUMULATE_MODULE: KernelModule = MSM_G1_ACCUMULATE;
-    const SUFFIX: &'static str = "_g1";
-    const XYZZ_LIMBS: usize = 24;
-    const NAME: &'static str = "G1";
-    const PAIR_KERNELS: bool = false;
-    const RUN_FACTOR: usize = 4;
-    fn from_xyzz(l: &[u64]) -> G1Projective {
-        if l[12..18].iter().all(|&x| x == 0) {
-            return G1Projective::identity();
-        }
-        let (x, y, zz, zzz) = (
-            fp_from_limbs(&l[0..6]),
-            fp_from_limbs(&l[6..12]),
-            fp_from_limbs(&l[12..18]),
-            fp_from_limbs(&l[18..24]),
-        );
-        // Jacobian with Z = ZZZ: X = x ZZ^2, Y = y ZZZ^2 (since ZZ^3 = ZZZ^2)
-        let jx = host::fp_mul(&x, &host::fp_sqr(&zz));
-        let jy = host::fp_mul(&y, &host::fp_sqr(&zzz));
-        G1Projective::from_raw_unchecked(jx.into(), jy.into(), zzz.into())
-    }
-}
-
-impl MsmCurve for G2 {
-    type Affine = G2Affine;
-    type Projective = G2Projective;
-    const MODULE: KernelModule = MSM_G2;
-    const ACCUMULATE_MODULE: KernelModule = MSM_G2_ACCUMULATE;
-    const SUFFIX: &'static str = "_g2";
-    const XYZZ_LIMBS: usize = 48;
-    const NAME: &'static str = "G2";
-    const PAIR_KERNELS: bool = true;
-    const RUN_FACTOR: usize = 8;
-    fn from_xyzz(l: &[u64]) -> G2Projective {
-        if l[24..36].iter().all(|&x| x == 0) {
-            return G2Projective::identity();
-        }
-        let (x, y, zz, zzz) = (
-            fp2_from_limbs(&l[0..12]),
-            fp2_from_limbs(&l[12..24]),
-            fp2_from_limbs(&l[24..36]),
-            fp2_from_limbs(&l[36..48]),
-        );
-        let jx = host::fp2_mul(&x, &host::fp2_sqr(&zz));
-        let jy = host::fp2_mul(&y, &host::fp2_sqr(&zzz));
-        G2Projective::from_raw_unchecked(jx.into(), jy.into(), zzz.into())
-    }
-}
 
 /// Affine bases resident on one device. No device memory is allocated for zero points
 /// (the driver refuses empty allocations).
@@ -856,75 +764,134 @@ impl GpuDevice {
         marks: &mut Steps,
     ) -> Result<Option<BucketLists>> {
         let n = scalars.len();
-        let n32 = n as u32;
-        let stream = self.stream().clone();
-        let kernel = |name: &str| self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX));
-        let alloc_u32 = |len: usize| -> Result<CudaSlice<u32>> {
-            stream
-                .alloc_zeros::<u32>(len)
-                .map_err(self.drv("allocating MSM scratch"))
+        let Some((canon, WindowPlan { c, windows: nw })) = self.window_plan::<C>(scalars, marks)?
+        else {
+            return Ok(None); // every scalar is zero
         };
+        let nbuckets = nw as usize * (1usize << (c - 1));
+        let (offsets, cursor, entries) = self.bucket_offsets::<C>(&canon, n, (c, nw), marks)?;
+        let sorted = self.sort_entries::<C>(canon, (c, nw), &offsets, cursor, entries, marks)?;
+        let (k, nruns, rounds, run_first) = self.split_runs::<C>(&offsets, entries, nbuckets)?;
+        marks.mark(self, "runs");
+        Ok(Some(BucketLists {
+            c,
+            nw,
+            entries,
+            k,
+            nruns,
+            rounds,
+            sorted,
+            offsets,
+            run_first,
+        }))
+    }
 
-        // 1. scalars to canonical integers, and the window plan from their bit lengths
+    /// A kernel of `C`'s MSM module, by its name without the curve's suffix.
+    fn msm_kernel<C: MsmCurve>(&self, name: &str) -> Result<CudaFunction> {
+        self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX))
+    }
+
+    /// `len` zeroed words of MSM scratch on this device's stream.
+    fn zeroed_u32(&self, len: usize) -> Result<CudaSlice<u32>> {
+        self.stream()
+            .alloc_zeros::<u32>(len)
+            .map_err(self.drv("allocating MSM scratch"))
+    }
+
+    /// Step 1: the scalars as canonical integers (transposed, as the later steps read
+    /// them) and the window plan their bit lengths give; `None` when every scalar is zero.
+    fn window_plan<C: MsmCurve>(
+        &self,
+        scalars: CudaView<'_, FrRaw>,
+        marks: &mut Steps,
+    ) -> Result<Option<(CudaSlice<FrRaw>, WindowPlan)>> {
+        let n = scalars.len();
+        let n32 = n as u32;
+        let stream = self.stream();
         // SAFETY: written by msm_scalars before use.
         let mut canon =
             unsafe { stream.alloc::<FrRaw>(n) }.map_err(self.drv("allocating MSM scalars"))?;
-        let mut bit_hist = alloc_u32(257)?;
-        let f = kernel("msm_scalars")?;
+        let mut bit_hist = self.zeroed_u32(257)?;
+        let f = self.msm_kernel::<C>("msm_scalars")?;
         let mut l = stream.launch_builder(&f);
         l.arg(&scalars).arg(&mut canon).arg(&n32).arg(&mut bit_hist);
         // SAFETY: (const Fr* in[n], u32* out[8 n] (the transposed scalars: `canon` holds n Fr),
         // u32 n, u32* hist[257] zeroed).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
         let bit_hist = self.read_back(&bit_hist, "reading the scalars' bit lengths")?;
-        let Some(WindowPlan { c, windows: nw }) = WindowPlan::choose(&bit_hist, n) else {
-            return Ok(None); // every scalar is zero
+        let Some(plan) = WindowPlan::choose(&bit_hist, n) else {
+            return Ok(None);
         };
-        let nb = 1usize << (c - 1);
-        let nbuckets = nw as usize * nb;
-        let nbuckets32 = nbuckets as u32;
         marks.mark(self, "scalars");
-        marks.note(format_args!("plan: c={c}, {nw} windows"));
+        marks.note(format_args!("plan: c={}, {} windows", plan.c, plan.windows));
+        Ok(Some((canon, plan)))
+    }
 
-        // 2. histogram of bucket sizes
-        let mut counts = alloc_u32(nbuckets)?;
-        let f = kernel("msm_histogram")?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(&canon).arg(&n32).arg(&c).arg(&nw).arg(&mut counts);
+    /// Steps 2-3: the histogram of bucket sizes and its exclusive scan: the buckets'
+    /// offsets (`nbuckets + 1` of them), cursors for the scatter (the same offsets), and
+    /// the number of entries (non-zero digits).
+    fn bucket_offsets<C: MsmCurve>(
+        &self,
+        canon: &CudaSlice<FrRaw>,
+        n: usize,
+        (c, nw): (u32, u32),
+        marks: &mut Steps,
+    ) -> Result<(CudaSlice<u32>, CudaSlice<u32>, usize)> {
+        let n32 = n as u32;
+        let nbuckets = nw as usize * (1usize << (c - 1));
+        let mut counts = self.zeroed_u32(nbuckets)?;
+        let f = self.msm_kernel::<C>("msm_histogram")?;
+        let mut l = self.stream().launch_builder(&f);
+        l.arg(canon).arg(&n32).arg(&c).arg(&nw).arg(&mut counts);
         // SAFETY: (const u32* canon[8 n] (transposed), u32 n, u32 c, u32 nw,
         // u32* counts[nw * 2^(c-1)]).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_histogram"))?;
         marks.mark(self, "histogram");
 
-        // 3. offsets (and cursors for the scatter)
-        let mut offsets = alloc_u32(nbuckets + 1)?;
-        let mut cursor = alloc_u32(nbuckets)?;
+        let mut offsets = self.zeroed_u32(nbuckets + 1)?;
+        let mut cursor = self.zeroed_u32(nbuckets)?;
         self.exclusive_scan::<C>(&counts, nbuckets, &mut offsets, Some(&mut cursor))?;
         drop(counts);
         let entries = self.read_back(
             &offsets.slice(nbuckets..nbuckets + 1),
             "reading the MSM entry count",
         )?;
-        let entries = entries[0] as usize;
         marks.mark(self, "scan");
+        Ok((offsets, cursor, entries[0] as usize))
+    }
 
-        // 4. bucket lists: entries binned by 2^s consecutive buckets, then each bin sorted
-        // (see msm.cu; s = 0 writes final positions at once)
+    /// Step 4: the bucket lists. Entries are binned by 2^s consecutive buckets, then each
+    /// bin sorted (see msm.cu; s = 0 writes final positions at once). Consumes the canonical
+    /// scalars and the cursors; returns the sorted entries (point index | sign << 31).
+    fn sort_entries<C: MsmCurve>(
+        &self,
+        canon: CudaSlice<FrRaw>,
+        (c, nw): (u32, u32),
+        offsets: &CudaSlice<u32>,
+        mut cursor: CudaSlice<u32>,
+        entries: usize,
+        marks: &mut Steps,
+    ) -> Result<CudaSlice<u32>> {
+        let n = canon.len();
+        let n32 = n as u32;
+        let nb = 1usize << (c - 1);
+        let nbuckets = nw as usize * nb;
+        let stream = self.stream();
         let cap = bin_capacity(self.shared_memory_per_block());
         let s = bin_shift(entries, nbuckets, c, cap);
         let nbins = nbuckets >> s;
-        let mut sorted = alloc_u32(entries.max(1))?;
-        let mut large = alloc_u32(if s == 0 { 1 } else { nbins.div_ceil(32) })?;
+        let mut sorted = self.zeroed_u32(entries.max(1))?;
+        let mut large = self.zeroed_u32(if s == 0 { 1 } else { nbins.div_ceil(32) })?;
         // SAFETY: msm_scatter (or msm_scatter_tiled) writes low[pos] for every entry of a small
         // bin before msm_bin_sort reads it; entries of large bins are never read from it.
         let mut low = unsafe { stream.alloc::<u8>(if s == 0 { 1 } else { entries.max(1) }) }
             .map_err(self.drv("allocating MSM scratch"))?;
         if s != 0 {
-            let f = kernel("msm_bin_flags")?;
+            let f = self.msm_kernel::<C>("msm_bin_flags")?;
             let nbins32 = nbins as u32;
             let mut l = stream.launch_builder(&f);
             let cap32 = cap as u32;
-            l.arg(&offsets)
+            l.arg(offsets)
                 .arg(&nbins32)
                 .arg(&s)
                 .arg(&cap32)
@@ -950,7 +917,7 @@ impl GpuDevice {
             }
             None => ("msm_scatter", cfg(n, 256)),
         };
-        let f = kernel(name)?;
+        let f = self.msm_kernel::<C>(name)?;
         if slab_log.is_some() {
             f.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -981,7 +948,7 @@ impl GpuDevice {
         unsafe { l.launch(grid) }.map_err(self.drv("launching the MSM scatter"))?;
         if s != 0 {
             marks.mark(self, "scatter");
-            let f = kernel("msm_bin_sort")?;
+            let f = self.msm_kernel::<C>("msm_bin_sort")?;
             let smem = (cap * 4) as u32;
             f.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -989,7 +956,7 @@ impl GpuDevice {
             )
             .map_err(self.drv("allowing msm_bin_sort its shared memory"))?;
             let mut l = stream.launch_builder(&f);
-            l.arg(&offsets)
+            l.arg(offsets)
                 .arg(&s)
                 .arg(&large)
                 .arg(&mut sorted)
@@ -1011,16 +978,27 @@ impl GpuDevice {
         drop(cursor);
         drop(canon);
         marks.mark(self, if s == 0 { "scatter" } else { "bin sort" });
+        Ok(sorted)
+    }
 
-        // 5. runs of k consecutive entries, across bucket boundaries: one thread each, so
-        // every thread makes k additions whatever the bucket sizes (with one thread per bucket,
-        // a warp waited for its largest bucket: 85% of the additions' time did work for random
-        // G1 scalars at 2^26, 73% for G2 at 2^24, from the Poisson spread of bucket sizes).
-        // k is at least four times the mean bucket size (RUN_FACTOR: 4 for G1, 8 for G2), so
-        // there are at most nbuckets / 4 + 1 runs and nbuckets / 2 + 2 piece slots
-        // (msm_scratch_bytes counts 1.25 nbuckets + 1); each run boundary splits a bucket,
-        // whose pieces cost one more (non-mixed) addition: at twice the mean, that was 38 ms of
-        // a 2^24 G2 MSM, at four times 10.0 ms, at eight 4.7 ms.
+    /// Step 5: runs of k consecutive entries, across bucket boundaries: one thread each, so
+    /// every thread makes k additions whatever the bucket sizes. Returns k, the number of
+    /// runs, the rounds of the pairwise sum of split buckets' pieces, and each run's first
+    /// bucket.
+    ///
+    /// With one thread per bucket, a warp waited for its largest bucket: 85% of the
+    /// additions' time did work for random G1 scalars at 2^26, 73% for G2 at 2^24, from the
+    /// Poisson spread of bucket sizes. k is at least four times the mean bucket size
+    /// (RUN_FACTOR: 4 for G1, 8 for G2), so there are at most nbuckets / 4 + 1 runs and
+    /// nbuckets / 2 + 2 piece slots (msm_scratch_bytes counts 1.25 nbuckets + 1); each run
+    /// boundary splits a bucket, whose pieces cost one more (non-mixed) addition: at twice
+    /// the mean, that was 38 ms of a 2^24 G2 MSM, at four times 10.0 ms, at eight 4.7 ms.
+    fn split_runs<C: MsmCurve>(
+        &self,
+        offsets: &CudaSlice<u32>,
+        entries: usize,
+        nbuckets: usize,
+    ) -> Result<(u32, usize, u32, CudaSlice<u32>)> {
         // the scratch counted by msm_scratch_bytes holds runs of at least 4 mean bucket sizes
         const {
             assert!(
@@ -1028,13 +1006,14 @@ impl GpuDevice {
                 "MsmCurve::RUN_FACTOR must be at least 4"
             )
         };
+        let nbuckets32 = nbuckets as u32;
         let k = (C::RUN_FACTOR * entries.div_ceil(nbuckets)).max(16) as u32;
         let nruns = entries.div_ceil(k as usize);
-        let mut run_first = alloc_u32(nruns)?;
-        let mut longest = alloc_u32(1)?;
-        let f = kernel("msm_run_first")?;
-        let mut l = stream.launch_builder(&f);
-        l.arg(&offsets)
+        let mut run_first = self.zeroed_u32(nruns)?;
+        let mut longest = self.zeroed_u32(1)?;
+        let f = self.msm_kernel::<C>("msm_run_first")?;
+        let mut l = self.stream().launch_builder(&f);
+        l.arg(offsets)
             .arg(&nbuckets32)
             .arg(&k)
             .arg(&mut run_first)
@@ -1046,18 +1025,7 @@ impl GpuDevice {
         let longest = self.read_back(&longest, "reading the MSM's longest split bucket")?;
         // rounds of the pairwise sum: ceil(log2(most pieces)), 0 when no bucket was split
         let rounds = longest[0].max(1).next_power_of_two().trailing_zeros();
-        marks.mark(self, "runs");
-        Ok(Some(BucketLists {
-            c,
-            nw,
-            entries,
-            k,
-            nruns,
-            rounds,
-            sorted,
-            offsets,
-            run_first,
-        }))
+        Ok((k, nruns, rounds, run_first))
     }
 
     /// Steps 6-9 of one chunk (see msm.cu): the bucket sums of `bases` (the chunk's points,

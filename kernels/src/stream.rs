@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaView};
 
+use crate::curve::MsmCurve;
 use crate::device::{DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
 use crate::layout::DeviceElem;
-use crate::msm::MsmCurve;
 
 /// `CU_MEMHOSTREGISTER_PORTABLE`: the registration holds for every context of the process.
 const REGISTER_PORTABLE: std::ffi::c_uint = 0x01;

@@ -538,20 +538,9 @@ pub fn prove_msms(
         ahead,
         masks: mut mask_slot,
     } = io;
-    let domain = Domain::for_size(asg.a.len())?;
-    let m = domain.m;
     let lens = srs.lens();
     let streamed = srs.streamed();
-    if lens.h + 1 != m || lens.l != asg.aux.len() {
-        return Err(Error::Prover {
-            partition,
-            backend: dev.pci_id().to_string(),
-            reason: format!(
-                "resident bases {lens:?} do not fit a domain of {m} and {} aux values",
-                asg.aux.len()
-            ),
-        });
-    }
+    check_fits(dev, partition, lens, &asg)?;
     let on_device = match uploaded.filter(|u| u.fits(&asg)) {
         Some(u) => u,
         None => phase(dev, partition, "upload", &mut t.upload, || {
@@ -580,17 +569,8 @@ pub fn prove_msms(
     let cached = mask_slot.as_mut().and_then(|slot| slot.take());
 
     let proved = std::thread::scope(|scope| {
-        // Whether the masks kept from an earlier partition are this one's: compared beside
-        // the NTT. The thread hands them back, so that this thread keeps or frees them (only
-        // if this partition fails before the A phase are they dropped with the thread's
-        // result, which frees them the same way).
-        let mask_check = cached.map(|masks| {
-            let (a_words, b_words, n) = (&a_words, &b_words, aux.len());
-            scope.spawn(move || {
-                let same = masks.matches(a_words, b_words, n);
-                (masks, same)
-            })
-        });
+        let words = (&a_words[..], &b_words[..], aux.len());
+        let mask_check = cached.map(|masks| compare_masks(scope, masks, words));
         let host = b_g2_host.map(|bases| {
             let (input, aux) = (&input, &aux);
             let (bi, ba) = (&b_input_density, &b_aux_density);
@@ -601,33 +581,11 @@ pub fn prove_msms(
         });
         // The next partition's upload, on the side stream, through the staging buffers this
         // partition no longer needs; joined at the end of the scope.
-        let next = ahead.filter(|_| !streamed).map(|ahead| {
-            // Allocated here, on this partition's stream and before its kernels are queued:
-            // an allocation on the side stream could reuse memory freed on this stream and
-            // then wait for this stream's kernels, which would serialise the copies behind them
-            // (measured: the upload then ended with the kernels). Only copies go on the side.
-            let target = allocate_for(dev, ahead.assignment, true);
-            scope.spawn(move || {
-                let span = info_span!("upload_ahead", device = %ahead.dev.pci_id());
-                span.in_scope(|| {
-                    let started = Instant::now();
-                    target
-                        .and_then(|mut up| {
-                            fill(ahead.dev, ahead.assignment, &mut up, staging_ahead)?;
-                            ahead.dev.synchronize()?;
-                            up.took = started.elapsed();
-                            Ok(up)
-                        })
-                        .map_err(|source| Error::Device {
-                            device: ahead.dev.pci_id().to_string(),
-                            context: "uploading the next partition's assignment".into(),
-                            source: Box::new(source),
-                        })
-                })
-            })
-        });
+        let next = ahead
+            .filter(|_| !streamed)
+            .map(|ahead| upload_ahead(scope, dev, ahead, staging_ahead));
         let Uploaded {
-            a: mut d_a,
+            a: d_a,
             b: d_b,
             c: d_c,
             aux: mut d_aux,
@@ -636,19 +594,7 @@ pub fn prove_msms(
         let bytes = (a.len() + b.len() + c.len()) * 32;
         release((a, b, c), bytes); // host copies: the device has them now
 
-        // H: with a domain of one point the H query is empty. The device leaves H's constant
-        // factor kappa to the MSM's result.
-        let kappa = phase(dev, partition, "ntt", &mut t.ntt, || {
-            match (d_a.as_mut(), d_b, d_c) {
-                (Some(a), Some(b), Some(c)) => super::ntt::compute_h(dev, a, b, c),
-                _ => Ok(Scalar::ONE),
-            }
-        })?;
-        let h = phase(dev, partition, "msm_h", &mut t.msm_h, || match &d_a {
-            Some(h) => srs.g1(dev, G1Query::H, lens.h, h, 0),
-            None => Ok(Group::identity()),
-        })? * kappa;
-        drop(d_a); // m scalars: free before the other MSMs
+        let h = h_phases(dev, partition, &mut t, &mut srs, [d_a, d_b, d_c])?;
         if d_aux.is_none() && !aux.is_empty() {
             // streamed bases: the aux values come now, in the room the domain buffers left
             d_aux = phase(dev, partition, "upload", &mut t.upload, || {
@@ -661,133 +607,14 @@ pub fn prove_msms(
             None => Ok(Group::identity()),
         })?;
 
-        let kept = match mask_check.map(|h| h.join()) {
-            Some(Ok((masks, true))) => Some(masks),
-            Some(Ok((stale, false))) => {
-                tracing::debug!(device = %dev.pci_id(), partition,
-                    "density masks differ from the kept ones: made again");
-                drop(stale);
-                None
-            }
-            // the comparing thread panicked: its masks are gone, so make them again
-            Some(Err(_)) | None => None,
-        };
-        let masks = match kept {
-            Some(masks) => masks,
-            None => phase(dev, partition, "msm_a", &mut t.msm_a, || {
-                QueryMasks::upload(dev, &a_words, &b_words, aux.len())
-            })?,
-        };
-
-        let a_sum = phase(dev, partition, "msm_a", &mut t.msm_a, || {
-            let mut steps = query_steps(dev, "A");
-            let scalars =
-                head_then_selected(dev, &mut steps, &input, d_aux.as_ref(), masks.a(), lens.a)?;
-            let sum = match &scalars {
-                Some(s) => srs.g1(dev, G1Query::A, lens.a, s, 0),
-                None => Ok(Group::identity()),
-            };
-            steps.mark(dev, "msm");
-            drop(scalars);
-            steps.mark(dev, "freed");
-            sum
-        })?;
-
-        let b_scalars = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
-            let mut steps = query_steps(dev, "B");
-            head_then_selected(
-                dev,
-                &mut steps,
-                &b_inputs,
-                d_aux.as_ref(),
-                masks.b(),
-                lens.b_g1,
-            )
-        })?;
-        drop(d_aux); // aux values: every query's scalars are built
+        let masks = this_partitions_masks(dev, partition, &mut t, mask_check, words)?;
+        let heads = (&input[..], &b_inputs[..]);
+        let (a_sum, b_scalars) = a_phases(dev, partition, &mut t, &mut srs, heads, d_aux, &masks)?;
         if let Some(slot) = mask_slot {
             *slot = Some(masks); // for the circuit's next partition
         }
-
-        // B in G1 and in G2 on the device have the same scalars: sorted into bucket lists once
-        // (when they fit one MSM chunk, as every Filecoin circuit's do), in B G1's phase.
-        let b_sorted = phase(
-            dev,
-            partition,
-            "msm_b_g1",
-            &mut t.msm_b_g1,
-            || match &b_scalars {
-                Some(s) if host.is_none() && !streamed && lens.b_g1 <= MAX_CHUNK => {
-                    dev.msm_sort(s, 0..lens.b_g1).map(Some)
-                }
-                _ => Ok(None),
-            },
-        )?;
-        let resident = match &srs {
-            Queries::Resident(r) => Some(*r),
-            Queries::Streamed { .. } => None,
-        };
-        let b_g1 = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
-            b_msm(
-                dev,
-                resident.map(|r| &r.b_g1),
-                lens.b_g1,
-                b_sorted.as_ref(),
-                b_scalars.as_ref(),
-                |s| srs.g1(dev, G1Query::BG1, lens.b_g1, s, 0),
-            )
-        })?;
-        let b_g2 = match host {
-            Some(handle) => {
-                let span = info_span!("msm_b_g2", device = %dev.pci_id(), partition, host = true);
-                let _g = span.enter();
-                let waited = Instant::now();
-                let joined = handle
-                    .join()
-                    .map_err(|_| "the host thread panicked".to_string())
-                    .and_then(|r| r);
-                t.msm_b_g2 += waited.elapsed();
-                joined.map_err(|reason| Error::Prover {
-                    partition,
-                    backend: dev.pci_id().to_string(),
-                    reason: format!("B query in G2 on the host: {reason}"),
-                })?
-            }
-            None => phase(dev, partition, "msm_b_g2", &mut t.msm_b_g2, || {
-                if lens.b_g2 != lens.b_g1 {
-                    return Err(cuzk_kernels::Error::Length {
-                        op: "B query in G2",
-                        expected: lens.b_g1,
-                        got: lens.b_g2,
-                    });
-                }
-                b_msm(
-                    dev,
-                    resident.map(|r| &r.b_g2),
-                    lens.b_g2,
-                    b_sorted.as_ref(),
-                    b_scalars.as_ref(),
-                    |s| srs.g2(dev, lens.b_g2, s),
-                )
-            })?,
-        };
-        phase(dev, partition, "download", &mut t.download, || {
-            drop((b_sorted, b_scalars));
-            Ok(())
-        })?;
-        let waited = Instant::now();
-        let ahead = next.map(|handle| {
-            let span = info_span!("ahead_wait", device = %dev.pci_id(), partition);
-            let _g = span.enter();
-            handle.join().unwrap_or_else(|_| {
-                Err(Error::Prover {
-                    partition,
-                    backend: dev.pci_id().to_string(),
-                    reason: "the thread uploading the next partition panicked".into(),
-                })
-            })
-        });
-        t.ahead_wait += waited.elapsed();
+        let (b_g1, b_g2) = b_phases(dev, partition, &mut t, &mut srs, b_scalars, host)?;
+        let ahead = join_ahead(dev, partition, &mut t, next);
         Ok(Proved {
             msm: MsmResults {
                 h,
@@ -802,18 +629,273 @@ pub fn prove_msms(
     });
     drop((a_words, b_words));
     let bytes = aux.len() * 32;
-    release(
-        (
-            input,
-            aux,
-            b_inputs,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-        ),
-        bytes,
+    let host_values = (
+        input,
+        aux,
+        b_inputs,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
     );
+    release(host_values, bytes);
     proved
+}
+
+/// The assignment's shape against the bases': a domain of `lens.h + 1` points and one L
+/// base an aux value (see [`crate::prover::check_shape`]); a mismatch is an error, never a
+/// wrong result.
+fn check_fits(dev: &GpuDevice, partition: usize, lens: QueryLens, asg: &Assignment) -> Result<()> {
+    let m = Domain::for_size(asg.a.len())?.m;
+    if lens.h + 1 != m || lens.l != asg.aux.len() {
+        return Err(Error::Prover {
+            partition,
+            backend: dev.pci_id().to_string(),
+            reason: format!(
+                "resident bases {lens:?} do not fit a domain of {m} and {} aux values",
+                asg.aux.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The A MSM and B's scalars, both made on the device from the aux values (freed here)
+/// and the density masks: A's are the inputs, then the aux values A's mask selects; B's
+/// the inputs B's input density selects (`b_inputs`), then the aux values B's mask selects.
+fn a_phases(
+    dev: &GpuDevice,
+    partition: usize,
+    t: &mut PhaseTimes,
+    srs: &mut Queries<'_>,
+    (inputs, b_inputs): (&[Scalar], &[Scalar]),
+    d_aux: Option<DeviceBuffer<Scalar>>,
+    masks: &QueryMasks,
+) -> Result<(G1Projective, Option<DeviceBuffer<Scalar>>)> {
+    let lens = srs.lens();
+    let a_sum = phase(dev, partition, "msm_a", &mut t.msm_a, || {
+        let mut steps = query_steps(dev, "A");
+        let scalars =
+            head_then_selected(dev, &mut steps, inputs, d_aux.as_ref(), masks.a(), lens.a)?;
+        let sum = match &scalars {
+            Some(s) => srs.g1(dev, G1Query::A, lens.a, s, 0),
+            None => Ok(Group::identity()),
+        };
+        steps.mark(dev, "msm");
+        drop(scalars);
+        steps.mark(dev, "freed");
+        sum
+    })?;
+    let b_scalars = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
+        let mut steps = query_steps(dev, "B");
+        let aux = d_aux.as_ref();
+        head_then_selected(dev, &mut steps, b_inputs, aux, masks.b(), lens.b_g1)
+    })?;
+    drop(d_aux); // aux values: every query's scalars are built
+    Ok((a_sum, b_scalars))
+}
+
+/// Starts the next partition's upload ([`Transfers::ahead`]) on a thread of `scope`: its
+/// buffers are allocated here, its copies go on the side stream, through `staging`.
+fn upload_ahead<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    dev: &GpuDevice,
+    ahead: Ahead<'env>,
+    staging: Option<&'env mut Staging>,
+) -> std::thread::ScopedJoinHandle<'scope, Result<Uploaded>> {
+    // Allocated here, on this partition's stream and before its kernels are queued: an
+    // allocation on the side stream could reuse memory freed on this stream and then wait
+    // for this stream's kernels, which would serialise the copies behind them (measured:
+    // the upload then ended with the kernels). Only copies go on the side.
+    let target = allocate_for(dev, ahead.assignment, true);
+    scope.spawn(move || {
+        let span = info_span!("upload_ahead", device = %ahead.dev.pci_id());
+        span.in_scope(|| {
+            let started = Instant::now();
+            target
+                .and_then(|mut up| {
+                    fill(ahead.dev, ahead.assignment, &mut up, staging)?;
+                    ahead.dev.synchronize()?;
+                    up.took = started.elapsed();
+                    Ok(up)
+                })
+                .map_err(|source| Error::Device {
+                    device: ahead.dev.pci_id().to_string(),
+                    context: "uploading the next partition's assignment".into(),
+                    source: Box::new(source),
+                })
+        })
+    })
+}
+
+/// Waits for the upload ahead (its wait timed into [`PhaseTimes::ahead_wait`]).
+fn join_ahead(
+    dev: &GpuDevice,
+    partition: usize,
+    t: &mut PhaseTimes,
+    next: Option<std::thread::ScopedJoinHandle<'_, Result<Uploaded>>>,
+) -> Option<Result<Uploaded>> {
+    let waited = Instant::now();
+    let ahead = next.map(|handle| {
+        let span = info_span!("ahead_wait", device = %dev.pci_id(), partition);
+        let _g = span.enter();
+        handle.join().unwrap_or_else(|_| {
+            Err(Error::Prover {
+                partition,
+                backend: dev.pci_id().to_string(),
+                reason: "the thread uploading the next partition panicked".into(),
+            })
+        })
+    });
+    t.ahead_wait += waited.elapsed();
+    ahead
+}
+
+/// The NTT and H MSM phases: H from a, b and c on the device (freed here), times H's
+/// constant factor kappa, which the device leaves to the MSM's result. With a domain of
+/// one point the H query is empty and the buffers absent.
+fn h_phases(
+    dev: &GpuDevice,
+    partition: usize,
+    t: &mut PhaseTimes,
+    srs: &mut Queries<'_>,
+    [mut d_a, d_b, d_c]: [Option<DeviceBuffer<Scalar>>; 3],
+) -> Result<G1Projective> {
+    let n = srs.lens().h;
+    let kappa = phase(dev, partition, "ntt", &mut t.ntt, || {
+        match (d_a.as_mut(), d_b, d_c) {
+            (Some(a), Some(b), Some(c)) => super::ntt::compute_h(dev, a, b, c),
+            _ => Ok(Scalar::ONE),
+        }
+    })?;
+    let h = phase(dev, partition, "msm_h", &mut t.msm_h, || match &d_a {
+        Some(h) => srs.g1(dev, G1Query::H, n, h, 0),
+        None => Ok(Group::identity()),
+    })?;
+    Ok(h * kappa) // m scalars of d_a freed here, before the other MSMs
+}
+
+/// Whether the masks kept from an earlier partition are this one's: compared on a thread
+/// of `scope`, beside the NTT. The thread hands them back, so that the caller keeps or
+/// frees them (only if the partition fails before the A phase are they dropped with the
+/// thread's result, which frees them the same way).
+fn compare_masks<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    masks: QueryMasks,
+    (a_words, b_words, aux_len): (&'scope [u64], &'scope [u64], usize),
+) -> std::thread::ScopedJoinHandle<'scope, (QueryMasks, bool)> {
+    scope.spawn(move || {
+        let same = masks.matches(a_words, b_words, aux_len);
+        (masks, same)
+    })
+}
+
+/// The density masks of A and B for this partition: the ones kept from the circuit's
+/// previous partition when `check` (their comparison, run beside the NTT) found them
+/// equal, else made from the density words (of `aux_len` aux values) in the A phase.
+fn this_partitions_masks(
+    dev: &GpuDevice,
+    partition: usize,
+    t: &mut PhaseTimes,
+    check: Option<std::thread::ScopedJoinHandle<'_, (QueryMasks, bool)>>,
+    (a_words, b_words, aux_len): (&[u64], &[u64], usize),
+) -> Result<QueryMasks> {
+    let kept = match check.map(|h| h.join()) {
+        Some(Ok((masks, true))) => Some(masks),
+        Some(Ok((stale, false))) => {
+            tracing::debug!(device = %dev.pci_id(), partition,
+                "density masks differ from the kept ones: made again");
+            drop(stale);
+            None
+        }
+        // the comparing thread panicked: its masks are gone, so make them again
+        Some(Err(_)) | None => None,
+    };
+    match kept {
+        Some(masks) => Ok(masks),
+        None => phase(dev, partition, "msm_a", &mut t.msm_a, || {
+            QueryMasks::upload(dev, a_words, b_words, aux_len)
+        }),
+    }
+}
+
+/// The B MSMs in G1 and in G2 (on the device, or joined from `host`, the host's thread),
+/// then the download phase that frees their scalars.
+fn b_phases(
+    dev: &GpuDevice,
+    partition: usize,
+    t: &mut PhaseTimes,
+    srs: &mut Queries<'_>,
+    b_scalars: Option<DeviceBuffer<Scalar>>,
+    host: Option<std::thread::ScopedJoinHandle<'_, std::result::Result<G2Projective, String>>>,
+) -> Result<(G1Projective, G2Projective)> {
+    let lens = srs.lens();
+    // B in G1 and in G2 on the device have the same scalars: sorted into bucket lists once
+    // (when they fit one MSM chunk, as every Filecoin circuit's do), in B G1's phase.
+    let b_sorted = phase(
+        dev,
+        partition,
+        "msm_b_g1",
+        &mut t.msm_b_g1,
+        || match &b_scalars {
+            Some(s) if host.is_none() && !srs.streamed() && lens.b_g1 <= MAX_CHUNK => {
+                dev.msm_sort(s, 0..lens.b_g1).map(Some)
+            }
+            _ => Ok(None),
+        },
+    )?;
+    let resident = match &*srs {
+        Queries::Resident(r) => Some(*r),
+        Queries::Streamed { .. } => None,
+    };
+    let b_g1 = phase(dev, partition, "msm_b_g1", &mut t.msm_b_g1, || {
+        b_msm(
+            dev,
+            resident.map(|r| &r.b_g1),
+            lens.b_g1,
+            b_sorted.as_ref(),
+            b_scalars.as_ref(),
+            |s| srs.g1(dev, G1Query::BG1, lens.b_g1, s, 0),
+        )
+    })?;
+    let b_g2 = match host {
+        Some(handle) => {
+            let span = info_span!("msm_b_g2", device = %dev.pci_id(), partition, host = true);
+            let _g = span.enter();
+            let waited = Instant::now();
+            let joined = handle
+                .join()
+                .map_err(|_| "the host thread panicked".to_string())
+                .and_then(|r| r);
+            t.msm_b_g2 += waited.elapsed();
+            joined.map_err(|reason| Error::Prover {
+                partition,
+                backend: dev.pci_id().to_string(),
+                reason: format!("B query in G2 on the host: {reason}"),
+            })?
+        }
+        None => phase(dev, partition, "msm_b_g2", &mut t.msm_b_g2, || {
+            if lens.b_g2 != lens.b_g1 {
+                return Err(cuzk_kernels::Error::Length {
+                    op: "B query in G2",
+                    expected: lens.b_g1,
+                    got: lens.b_g2,
+                });
+            }
+            b_msm(
+                dev,
+                resident.map(|r| &r.b_g2),
+                lens.b_g2,
+                b_sorted.as_ref(),
+                b_scalars.as_ref(),
+                |s| srs.g2(dev, lens.b_g2, s),
+            )
+        })?,
+    };
+    phase(dev, partition, "download", &mut t.download, || {
+        drop((b_sorted, b_scalars));
+        Ok(())
+    })?;
+    Ok((b_g1, b_g2))
 }
 
 /// Frees a partition's host vectors on a short-lived thread of its own when they are large:
