@@ -221,8 +221,12 @@ fn pieces<Tree: 'static + MerkleTreeTrait>(
         layers
     )
     .entered();
-    let (count, piece) = piece_fn::<Tree>(values, challenges, labeler)?;
-    run_pieces(count, layers, piece)
+    let count = challenges.len();
+    run_pieces(
+        count,
+        layers,
+        piece_fn::<Tree>(values, challenges, labeler)?,
+    )
 }
 
 /// The parents' label rows of one challenge: (base parents, expander parents), each a
@@ -255,19 +259,13 @@ fn parent_labels(
     Ok(labels)
 }
 
-/// The number of challenges, and one piece of one challenge as a function of the challenge,
-/// the piece and (for the tail only) the challenge's labels.
+/// One piece of one of `challenges` as a function of the challenge's index, the piece and
+/// (for the tail only) the challenge's labels.
 fn piece_fn<Tree: 'static + MerkleTreeTrait>(
     values: TopValues,
     challenges: Vec<VanillaChallenge<Tree>>,
     labeler: Labeler,
-) -> std::result::Result<
-    (
-        usize,
-        impl Fn(usize, Piece, &[Scalar]) -> PieceResult + Sync,
-    ),
-    SynthesisError,
-> {
+) -> std::result::Result<impl Fn(usize, Piece, &[Scalar]) -> PieceResult + Sync, SynthesisError> {
     let proofs = circuit_proofs(
         StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<WitnessCs>,
         challenges,
@@ -293,7 +291,6 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
         columns.push((drg, exp));
     }
 
-    let count = proofs.len();
     let piece = move |c: usize,
                       piece: Piece,
                       labels: &[Scalar]|
@@ -388,7 +385,7 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
             }
         }
     };
-    Ok((count, piece))
+    Ok(piece)
 }
 
 /// Runs every piece of `challenges` challenges of `layers` layers through `piece`, on
@@ -485,10 +482,10 @@ mod tests {
             comm_c: Scalar::ZERO,
             comm_r_last: Scalar::ZERO,
         };
-        let (count, native) =
-            piece_fn::<SectorShape32GiB>(values, challenges.clone(), Labeler::Native)
-                .expect("pieces");
-        let (_, gadgets) =
+        let count = challenges.len();
+        let native = piece_fn::<SectorShape32GiB>(values, challenges.clone(), Labeler::Native)
+            .expect("pieces");
+        let gadgets =
             piece_fn::<SectorShape32GiB>(values, challenges, Labeler::Gadgets).expect("pieces");
         let (mut by_native, mut by_gadgets, mut compared) = (Duration::ZERO, Duration::ZERO, 0);
         for c in 0..count {
