@@ -10,6 +10,7 @@
 //! | [`partition`] | one partition's circuit of any kind, its checks, a request's plan |
 
 mod decode;
+mod label_witness;
 pub mod partition;
 pub mod porep;
 mod porep_witness;

@@ -8,12 +8,14 @@
 //! challenged column's hash and its inclusion in tree C). storage-proofs-porep 19.1's
 //! `Proof::synthesize` does exactly this (`stacked/circuit/params.rs`).
 //!
-//! Each piece here runs the same gadgets, in the same order, in a fresh witness system whose
-//! first variables are the values the piece reads (the "context": commitments, the replica
-//! id's bits, the challenge's bits, the parents' columns, the labels). The piece's own
-//! variables are those allocated after the context. A witness system never looks at
-//! variable indices (it skips every `enforce`), so the values come out as in one sequential
-//! run; concatenated in the circuit's order, they are its witness.
+//! Heads and tails run the same gadgets, in the same order, in a fresh witness system whose
+//! first variables are the values the piece reads (the "context": commitments, the parents'
+//! columns, the labels). The piece's own variables are those allocated after the context. A
+//! witness system never looks at variable indices (it skips every `enforce`), so the values
+//! come out as in one sequential run; concatenated in the circuit's order, they are its
+//! witness. Labelings, two thirds of the time through the gadgets, are computed natively
+//! ([`label_witness`]: the values the SHA-256 gadgets would allocate, without running them);
+//! the tests keep the gadget path as its reference.
 //!
 //! Invariant: [`piecewise_witness`] returns exactly the sequential witness of the same
 //! circuit, variable for variable. The `pce_matches_full_synthesis_for_every_kind` tests
@@ -23,7 +25,7 @@
 //! also changes the recorded circuit's shape, which `cuzk_pce::evaluate` refuses.
 
 use bellpepper_core::{ConstraintSystem, SynthesisError};
-use bellperson::gadgets::{boolean::Boolean, num::AllocatedNum, uint32::UInt32};
+use bellperson::gadgets::num::AllocatedNum;
 use blstrs::Scalar;
 use cuzk_pce::WitnessCs;
 use ff::Field;
@@ -39,10 +41,10 @@ use storage_proofs_core::{
         variables::Root,
     },
     merkle::{DiskStore, MerkleTreeTrait, MerkleTreeWrapper},
-    util::reverse_bit_numbering,
 };
-use storage_proofs_porep::stacked::{self, create_label_circuit, StackedCircuit};
+use storage_proofs_porep::stacked::{self, StackedCircuit};
 
+use super::label_witness;
 use crate::error::Error;
 
 /// A challenge's vanilla proof, as a C1 output holds it.
@@ -190,10 +192,20 @@ pub(super) fn piecewise_witness<Tree: 'static + MerkleTreeTrait>(
             "PoRep challenge proofs with {layers} layers, or disagreeing on it (Filecoin has 2 or 11)"
         )));
     }
-    pieces::<Tree>(values, challenges, layers).map_err(|e| Error::Synthesis {
+    pieces::<Tree>(values, challenges, layers, Labeler::Native).map_err(|e| Error::Synthesis {
         partition: 0,
         reason: e.to_string(),
     })
+}
+
+/// How a labeling piece is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Labeler {
+    /// Natively ([`label_witness`]): the product's path.
+    Native,
+    /// By storage-proofs-porep's gadgets in a witness system: the reference.
+    #[cfg(test)]
+    Gadgets,
 }
 
 /// [`piecewise_witness`] once the shape is checked.
@@ -201,19 +213,89 @@ fn pieces<Tree: 'static + MerkleTreeTrait>(
     values: TopValues,
     challenges: Vec<VanillaChallenge<Tree>>,
     layers: usize,
+    labeler: Labeler,
 ) -> std::result::Result<Vec<Variables>, SynthesisError> {
+    let _span = tracing::debug_span!(
+        "porep piecewise witness",
+        challenges = challenges.len(),
+        layers
+    )
+    .entered();
+    let count = challenges.len();
+    run_pieces(
+        count,
+        layers,
+        piece_fn::<Tree>(values, challenges, labeler)?,
+    )
+}
+
+/// The parents' label rows of one challenge: (base parents, expander parents), each a
+/// column of one label per layer.
+type ParentColumns = (Vec<Vec<Scalar>>, Vec<Vec<Scalar>>);
+
+/// The parents' labels a labeling at `layer` (1-based) hashes: the base parents' labels at
+/// this layer, then (above layer 1) the expander parents' at the layer below.
+fn parent_labels(
+    (drg, exp): &ParentColumns,
+    layer: usize,
+) -> std::result::Result<Vec<Scalar>, SynthesisError> {
+    let missing = || SynthesisError::AssignmentMissing;
+    let at = |column: &Vec<Scalar>, layer: usize| {
+        layer
+            .checked_sub(1)
+            .and_then(|row| column.get(row))
+            .copied()
+            .ok_or_else(missing)
+    };
+    let mut labels = Vec::with_capacity(drg.len() + exp.len());
+    for column in drg {
+        labels.push(at(column, layer)?);
+    }
+    if layer > 1 {
+        for column in exp {
+            labels.push(at(column, layer - 1)?);
+        }
+    }
+    Ok(labels)
+}
+
+/// One piece of one of `challenges` as a function of the challenge's index, the piece and
+/// (for the tail only) the challenge's labels.
+fn piece_fn<Tree: 'static + MerkleTreeTrait>(
+    values: TopValues,
+    challenges: Vec<VanillaChallenge<Tree>>,
+    labeler: Labeler,
+) -> std::result::Result<impl Fn(usize, Piece, &[Scalar]) -> PieceResult + Sync, SynthesisError> {
     let proofs = circuit_proofs(
         StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<WitnessCs>,
         challenges,
     );
     let missing = || SynthesisError::AssignmentMissing;
 
-    // One piece of one challenge; `labels` are the challenge's labels (for the tail only).
-    let piece = |c: usize,
-                 piece: Piece,
-                 labels: &[Scalar]|
-     -> std::result::Result<PieceWitness, SynthesisError> {
-        let p = &proofs[c];
+    // Each challenge's parents' columns, read once for all its labelings (allocated in a
+    // scratch system: the circuit's columns keep their rows private).
+    let mut columns: Vec<ParentColumns> = Vec::with_capacity(proofs.len());
+    for p in &proofs {
+        let mut drg = Vec::with_capacity(p.drg_parents_proofs.len());
+        for parent in &p.drg_parents_proofs {
+            let mut scratch = fresh();
+            parent.clone().alloc(&mut scratch)?;
+            drg.push(scratch.aux);
+        }
+        let mut exp = Vec::with_capacity(p.exp_parents_proofs.len());
+        for parent in &p.exp_parents_proofs {
+            let mut scratch = fresh();
+            parent.clone().alloc(&mut scratch)?;
+            exp.push(scratch.aux);
+        }
+        columns.push((drg, exp));
+    }
+
+    let piece = move |c: usize,
+                      piece: Piece,
+                      labels: &[Scalar]|
+          -> std::result::Result<PieceWitness, SynthesisError> {
+        let p = proofs.get(c).ok_or_else(missing)?;
         let mut cs = fresh();
         match piece {
             Piece::Head => {
@@ -231,43 +313,60 @@ fn pieces<Tree: 'static + MerkleTreeTrait>(
                 challenge.pack_into_input(&mut cs)?;
                 Ok(since(cs, at, None))
             }
-            Piece::Labeling(layer) => {
-                let replica_id = known(&mut cs, values.replica_id)?;
-                let replica_id_bits = reverse_bit_numbering(replica_id.to_bits_le(&mut cs)?);
-                let challenge = UInt64::alloc(&mut cs, p.challenge)?;
-                let mut drg = Vec::with_capacity(p.drg_parents_proofs.len());
-                for parent in &p.drg_parents_proofs {
-                    drg.push(parent.clone().alloc(&mut cs)?.0);
+            Piece::Labeling(layer) => match labeler {
+                Labeler::Native => {
+                    let node = p.challenge.ok_or_else(missing)?;
+                    let parents = parent_labels(columns.get(c).ok_or_else(missing)?, layer)?;
+                    let l = label_witness::labeling(&values.replica_id, layer, node, &parents)?;
+                    Ok(PieceWitness {
+                        input: Vec::new(),
+                        aux: l.aux,
+                        label: Some(l.label),
+                    })
                 }
-                let mut exp = Vec::with_capacity(p.exp_parents_proofs.len());
-                if layer > 1 {
-                    for parent in &p.exp_parents_proofs {
-                        exp.push(parent.clone().alloc(&mut cs)?.0);
+                #[cfg(test)]
+                Labeler::Gadgets => {
+                    use bellperson::gadgets::{boolean::Boolean, uint32::UInt32};
+                    use storage_proofs_core::util::reverse_bit_numbering;
+                    use storage_proofs_porep::stacked::create_label_circuit;
+
+                    let replica_id = known(&mut cs, values.replica_id)?;
+                    let replica_id_bits = reverse_bit_numbering(replica_id.to_bits_le(&mut cs)?);
+                    let challenge = UInt64::alloc(&mut cs, p.challenge)?;
+                    let mut drg = Vec::with_capacity(p.drg_parents_proofs.len());
+                    for parent in &p.drg_parents_proofs {
+                        drg.push(parent.clone().alloc(&mut cs)?.0);
                     }
+                    let mut exp = Vec::with_capacity(p.exp_parents_proofs.len());
+                    if layer > 1 {
+                        for parent in &p.exp_parents_proofs {
+                            exp.push(parent.clone().alloc(&mut cs)?.0);
+                        }
+                    }
+                    let at = mark(&cs);
+                    let mut parents: Vec<Vec<Boolean>> = Vec::with_capacity(drg.len() + exp.len());
+                    for column in &drg {
+                        parents.push(reverse_bit_numbering(
+                            column.get_value(layer).to_bits_le(&mut cs)?,
+                        ));
+                    }
+                    // expander parents hold no value for the first layer, hence `layer - 1`
+                    for column in &exp {
+                        parents.push(reverse_bit_numbering(
+                            column.get_value(layer - 1).to_bits_le(&mut cs)?,
+                        ));
+                    }
+                    let label = create_label_circuit(
+                        &mut cs,
+                        &replica_id_bits,
+                        label_witness::expand_parents(parents, layer)?,
+                        UInt32::constant(layer as u32),
+                        challenge,
+                    )?;
+                    let value = label.get_value().ok_or_else(missing)?;
+                    Ok(since(cs, at, Some(value)))
                 }
-                let at = mark(&cs);
-                let mut parents: Vec<Vec<Boolean>> = Vec::with_capacity(drg.len() + exp.len());
-                for column in &drg {
-                    parents.push(reverse_bit_numbering(
-                        column.get_value(layer).to_bits_le(&mut cs)?,
-                    ));
-                }
-                // expander parents hold no value for the first layer, hence `layer - 1`
-                for column in &exp {
-                    parents.push(reverse_bit_numbering(
-                        column.get_value(layer - 1).to_bits_le(&mut cs)?,
-                    ));
-                }
-                let label = create_label_circuit(
-                    &mut cs,
-                    &replica_id_bits,
-                    expand_parents(parents, layer)?,
-                    UInt32::constant(layer as u32),
-                    challenge,
-                )?;
-                let value = label.get_value().ok_or_else(missing)?;
-                Ok(since(cs, at, Some(value)))
-            }
+            },
             Piece::Tail => {
                 let comm_c = known(&mut cs, values.comm_c)?;
                 let comm_r_last = known(&mut cs, values.comm_r_last)?;
@@ -286,8 +385,7 @@ fn pieces<Tree: 'static + MerkleTreeTrait>(
             }
         }
     };
-
-    run_pieces(proofs.len(), layers, piece)
+    Ok(piece)
 }
 
 /// Runs every piece of `challenges` challenges of `layers` layers through `piece`, on
@@ -338,22 +436,107 @@ fn run_pieces(
     Ok(ordered)
 }
 
-/// The parents' label bits as the labeling hash reads them: repeated to 37 parents (above
-/// layer 1, the expander parents follow the base ones).
-fn expand_parents(
-    parents: Vec<Vec<Boolean>>,
-    layer: usize,
-) -> std::result::Result<Vec<Vec<Boolean>>, SynthesisError> {
-    let missing = || SynthesisError::AssignmentMissing;
-    let mut expanded = parents.clone();
-    if layer > 1 {
-        expanded.extend_from_slice(&parents);
-        expanded.extend_from_slice(parents.get(..9).ok_or_else(missing)?);
-    } else {
-        for _ in 0..5 {
-            expanded.extend_from_slice(&parents);
-        }
-        expanded.push(parents.first().ok_or_else(missing)?.clone());
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use ff::PrimeField;
+    use filecoin_proofs::{SealCommitPhase1Output, SectorShape32GiB};
+    use sha2::{Digest, Sha256};
+
+    use super::*;
+    use crate::circuits;
+    use crate::gen::sparse::porep;
+    use crate::kind::{ProofKind, RegisteredProof, SectorSize};
+
+    /// SHA-256 digests of `values` by chunks of a million: two witnesses compared without
+    /// holding both.
+    fn digests(values: &[Scalar]) -> Vec<[u8; 32]> {
+        values
+            .chunks(1 << 20)
+            .map(|chunk| {
+                let mut h = Sha256::new();
+                for v in chunk {
+                    h.update(v.to_repr());
+                }
+                h.finalize().into()
+            })
+            .collect()
     }
-    Ok(expanded)
+
+    /// Partition 0 of a sparse 32 GiB PoRep: every labeling piece computed natively equals
+    /// the gadgets' (both timed on this one thread), and the whole witness computed in
+    /// pieces on a pool of one thread equals full synthesis.
+    #[test]
+    #[ignore = "a 130M-variable partition: minutes and about 9 GB"]
+    fn sparse_32gib_labelings_and_witness_equal_the_gadgets() {
+        let proof = RegisteredProof::latest(ProofKind::PorepC2, SectorSize::S32GiB);
+        let sparse = porep(proof, 3).expect("a sparse 32 GiB sector");
+        let c1: SealCommitPhase1Output<SectorShape32GiB> =
+            serde_json::from_slice(&sparse.c1_json).expect("C1 JSON");
+        let challenges = c1.vanilla_proofs[0].clone();
+        let layers = challenges[0].labeling_proofs.len();
+        let values = TopValues {
+            replica_id: c1.replica_id.into(),
+            comm_d: Scalar::ZERO,
+            comm_c: Scalar::ZERO,
+            comm_r_last: Scalar::ZERO,
+        };
+        let count = challenges.len();
+        let native = piece_fn::<SectorShape32GiB>(values, challenges.clone(), Labeler::Native)
+            .expect("pieces");
+        let gadgets =
+            piece_fn::<SectorShape32GiB>(values, challenges, Labeler::Gadgets).expect("pieces");
+        let (mut by_native, mut by_gadgets, mut compared) = (Duration::ZERO, Duration::ZERO, 0);
+        for c in 0..count {
+            for layer in 1..=layers {
+                let t = Instant::now();
+                let a = native(c, Piece::Labeling(layer), &[]).expect("native labeling");
+                by_native += t.elapsed();
+                let t = Instant::now();
+                let b = gadgets(c, Piece::Labeling(layer), &[]).expect("gadget labeling");
+                by_gadgets += t.elapsed();
+                assert!(a.input == b.input, "challenge {c} layer {layer}: inputs");
+                assert!(a.aux == b.aux, "challenge {c} layer {layer}: aux");
+                assert_eq!(a.label, b.label, "challenge {c} layer {layer}: label");
+                compared += a.aux.len();
+            }
+        }
+        eprintln!(
+            "32 GiB partition 0: {} labelings ({compared} aux) equal; gadgets {:.2}s, native {:.2}s",
+            count * layers,
+            by_gadgets.as_secs_f64(),
+            by_native.as_secs_f64()
+        );
+        drop((native, gadgets));
+
+        let mut plan = circuits::plan(&sparse.request).expect("plans");
+        let job = plan.partitions.swap_remove(0);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("a pool");
+        let circuit = job.circuit.clone_box();
+        let t = Instant::now();
+        let (input, aux) = pool
+            .install(move || circuit.witness_parallel())
+            .expect("witness in pieces");
+        let in_pieces = t.elapsed();
+        let (pieces_len, pieces_digests) = (aux.len(), digests(&aux));
+        drop(aux);
+        let t = Instant::now();
+        let (full_input, full_aux) = job.circuit.witness().expect("full synthesis");
+        let full = t.elapsed();
+        eprintln!(
+            "32 GiB partition 0: {} aux; in pieces on 1 thread {:.1}s, full synthesis {:.1}s",
+            full_aux.len(),
+            in_pieces.as_secs_f64(),
+            full.as_secs_f64()
+        );
+        assert_eq!(input, full_input);
+        assert_eq!(pieces_len, full_aux.len());
+        let full_digests = digests(&full_aux);
+        let first = (0..full_digests.len()).find(|&i| pieces_digests[i] != full_digests[i]);
+        assert_eq!(first, None, "first differing chunk of 2^20 aux values");
+    }
 }
