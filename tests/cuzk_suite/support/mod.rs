@@ -73,16 +73,22 @@ pub fn synthetic_porep() -> &'static cuzk::ProofRequest {
     })
 }
 
+/// An Engine on the CPU over the shared parameters, with `prove`'s options (r and s,
+/// verification, PCE).
+pub fn cpu_engine(prove: cuzk::ProveOptions) -> cuzk::Engine {
+    let mut cfg = cuzk::EngineConfig::new(params_dir());
+    cfg.devices = cuzk::DeviceChoice::Cpu;
+    cfg.prove = prove;
+    cuzk::Engine::start(cfg).expect("a CPU engine starts")
+}
+
 /// `request` proved through an Engine on the CPU, the path every front end takes, with
 /// `prove`'s options (r and s, verification, PCE); the engine is shut down before returning.
 pub fn prove_through_cpu_engine(
     request: &cuzk::ProofRequest,
     prove: cuzk::ProveOptions,
 ) -> cuzk::JobResult {
-    let mut cfg = cuzk::EngineConfig::new(params_dir());
-    cfg.devices = cuzk::DeviceChoice::Cpu;
-    cfg.prove = prove;
-    let engine = cuzk::Engine::start(cfg).expect("a CPU engine starts");
+    let engine = cpu_engine(prove);
     let result = engine
         .prove(request, cuzk::SubmitOptions::default())
         .unwrap_or_else(|e| panic!("{}: {e}", request.proof));
