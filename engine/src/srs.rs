@@ -288,7 +288,8 @@ mod tests {
     fn streamed_test_parameters_equal_the_in_memory_ones_and_mark_their_directory() {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = SrsStore::new(dir.path().to_path_buf());
-        let proof = RegisteredProof::latest(ProofKind::WinningPost, SectorSize::S2KiB);
+        // the smallest circuit of a test size (a quarter of WinningPoSt's parameters)
+        let proof = RegisteredProof::latest(ProofKind::WindowPost, SectorSize::S2KiB);
         let mut phases = 0;
         let (path, made) = store
             .generate_with_progress(proof, 5, &ProductsOn::Cpu, &mut |_| phases += 1)
@@ -320,7 +321,7 @@ mod tests {
         assert!(err.to_string().contains("directory of their own"), "{err}");
         assert!(!store.holds_test_parameters());
         // a test size is still made there, and does not mark the directory
-        let small = RegisteredProof::latest(ProofKind::WinningPost, SectorSize::S2KiB);
+        let small = RegisteredProof::latest(ProofKind::WindowPost, SectorSize::S2KiB);
         store.generate(small, 1).expect("test size");
         assert!(!store.holds_test_parameters());
     }

@@ -320,16 +320,16 @@ fn curio_s_configuration_files_load_with_a_note_for_every_key_they_do_not_share(
 #[tokio::test(flavor = "multi_thread")]
 async fn cuzk_with_only_a_curio_config_is_the_daemon() {
     let _g = support::cores_alone().await;
-    support::store_with(ProofKind::WinningPost);
+    support::store_with(ProofKind::WindowPost);
     let config = format!(
         "[daemon]\nlisten = \"unix://{{dir}}/cuzk.sock\"\n[srs]\nparam_cache = \"{}\"\n[gpus]\ndevices = []\ngpu_workers_per_device = 2\n[scheduler]\nsort_by_type = true\n[logging]\nlevel = \"info\"\nformat = \"json\"\n",
         support::params_dir().display()
     );
     let d = Daemon::start_as(tempfile::tempdir().unwrap(), &config, &[]);
     let mut c = d.client().await;
-    let r = prove(&mut c, ProofKind::WinningPost).await;
+    let r = prove(&mut c, ProofKind::WindowPost).await;
     assert_eq!(status_of(&r), S::Completed, "{}", r.error_message);
-    assert_verifies(ProofKind::WinningPost, &r.proof);
+    assert_verifies(ProofKind::WindowPost, &r.proof);
     let log = d.log();
     assert!(
         log.contains("scheduler.sort_by_type") && log.contains("ignored"),
@@ -784,23 +784,23 @@ async fn the_status_page_shows_devices_queues_and_failures_in_a_browser() {
     let mut c = d.client().await;
     let ok = c
         .prove(pb::ProveRequest {
-            submit: Some(wire(ProofKind::WinningPost, "winpost-status")),
+            submit: Some(wire(ProofKind::WindowPost, "wdpost-status")),
         })
         .await
         .unwrap()
         .into_inner()
         .result
         .unwrap();
-    assert_completed(ProofKind::WinningPost, &ok);
-    // A WinningPoSt whose comm_r_last has its low bit flipped fails synthesis's check.
-    let mut bad = request(ProofKind::WinningPost).clone();
+    assert_completed(ProofKind::WindowPost, &ok);
+    // A WindowPoSt whose comm_r_last has its low bit flipped fails synthesis's check.
+    let mut bad = request(ProofKind::WindowPost).clone();
     if let cuzk::ProofInputs::Post(p) = &mut bad.inputs {
         let n = p.vanilla_proofs[0].len();
         p.vanilla_proofs[0][n - 32] ^= 1;
     }
     let refused = c
         .prove(pb::ProveRequest {
-            submit: Some(cuzk::daemon::validate::to_wire(&bad, "winpost-tampered", 0)),
+            submit: Some(cuzk::daemon::validate::to_wire(&bad, "wdpost-tampered", 0)),
         })
         .await;
     assert_eq!(refused.unwrap_err().code(), Code::InvalidArgument);
@@ -872,14 +872,14 @@ async fn prometheus_scrapes_the_daemon_and_loads_the_alert_rules() {
     let mut c = d.client().await;
     let r = c
         .prove(pb::ProveRequest {
-            submit: Some(wire(ProofKind::WinningPost, "winpost-prometheus")),
+            submit: Some(wire(ProofKind::WindowPost, "wdpost-prometheus")),
         })
         .await
         .unwrap()
         .into_inner()
         .result
         .unwrap();
-    assert_completed(ProofKind::WinningPost, &r);
+    assert_completed(ProofKind::WindowPost, &r);
 
     let target = d.metrics_url.clone().unwrap();
     let target = target.trim_start_matches("http://");
@@ -910,7 +910,7 @@ async fn prometheus_scrapes_the_daemon_and_loads_the_alert_rules() {
         .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
         .spawn()
         .expect("prometheus must run for this test");
-    let query = "/api/v1/query?query=cuzk_jobs_completed_total%7Bkind%3D%22winning-post%22%7D";
+    let query = "/api/v1/query?query=cuzk_jobs_completed_total%7Bkind%3D%22window-post%22%7D";
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut answer = String::new();
     while Instant::now() < deadline {
@@ -936,7 +936,7 @@ async fn prometheus_scrapes_the_daemon_and_loads_the_alert_rules() {
     let log = std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
     assert!(
         answer.contains("\"1\"]"),
-        "Prometheus did not scrape the completed WinningPoSt: {answer}\n{log}"
+        "Prometheus did not scrape the completed WindowPoSt: {answer}\n{log}"
     );
     for alert in [
         "CuzkDeviceQuarantined",

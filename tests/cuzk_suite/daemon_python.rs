@@ -395,7 +395,7 @@ fn the_span_tree_of_a_proof_reaches_an_otlp_receiver_that_is_not_ours() {
         let mut c = d.client().await;
         let r = c
             .prove(cuzk::daemon::proto::ProveRequest {
-                submit: Some(wire(ProofKind::WinningPost, "otlp-1")),
+                submit: Some(wire(ProofKind::WindowPost, "otlp-1")),
             })
             .await
             .unwrap()
@@ -404,7 +404,7 @@ fn the_span_tree_of_a_proof_reaches_an_otlp_receiver_that_is_not_ours() {
             .unwrap();
         (r.proof, metrics_text(&mut c).await)
     });
-    assert_verifies(ProofKind::WinningPost, &proof);
+    assert_verifies(ProofKind::WindowPost, &proof);
     assert!(
         metrics.contains("cuzk_telemetry_spans_dropped_total 0"),
         "{metrics}"
@@ -431,10 +431,7 @@ fn the_span_tree_of_a_proof_reaches_an_otlp_receiver_that_is_not_ours() {
     let job = job[0];
     assert_eq!(job["parent"], "", "the job is a root");
     assert_eq!(job["service"], "cuzk-under-test");
-    assert_eq!(
-        job["attributes"]["kind"],
-        ProofKind::WinningPost.to_string()
-    );
+    assert_eq!(job["attributes"]["kind"], ProofKind::WindowPost.to_string());
     assert_eq!(job["attributes"]["sector_size"], "2KiB");
     assert_eq!(job["attributes"]["request_id"], "otlp-1");
     let children = |parent: &serde_json::Value, n: &str| -> Vec<&serde_json::Value> {
@@ -484,14 +481,14 @@ fn a_collector_that_is_down_costs_the_proof_nothing_but_counted_drops() {
         let mut c = d.client().await;
         let r = c
             .prove(cuzk::daemon::proto::ProveRequest {
-                submit: Some(wire(ProofKind::WinningPost, "")),
+                submit: Some(wire(ProofKind::WindowPost, "")),
             })
             .await
             .unwrap()
             .into_inner()
             .result
             .unwrap();
-        assert_verifies(ProofKind::WinningPost, &r.proof);
+        assert_verifies(ProofKind::WindowPost, &r.proof);
         // the failed batches are counted once their export gives up
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         loop {

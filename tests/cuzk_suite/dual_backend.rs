@@ -10,8 +10,7 @@ use crate::support;
 use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk::device_ops::{DeviceOps, Op, QueryScalars};
 use cuzk::{
-    CpuBackend, DeviceChoice, Dual, DualBackend, Engine, EngineConfig, Error, OpsBackend,
-    ProofKind, Srs,
+    DeviceChoice, Dual, DualBackend, Engine, EngineConfig, Error, OpsBackend, ProofKind, Srs,
 };
 use ff::Field;
 use group::Group;
@@ -104,35 +103,34 @@ impl DeviceOps for Wrong {
     }
 }
 
-/// Every partition of a 2 KiB WinningPoSt and a 2 KiB WindowPoSt request through the dual
+/// Every partition of a real 2 KiB request (WindowPoSt, the smallest circuit: the seam does
+/// not depend on the kind; the device suite runs every kind through it) through the dual
 /// path with the CPU's operations on both sides: the CPU backend's bytes, each partition
 /// verified.
 #[test]
 fn dual_cpu_against_cpu_proves_real_partitions_as_the_cpu_backend() {
     let _cores = support::cores_shared();
-    let (r, s) = (Scalar::from(0xd0a1u64), Scalar::from(0x5eedu64));
+    let kind = ProofKind::WindowPost;
+    let (r, s) = support::fixed_rs();
     let mut dual = OpsBackend::new(Dual::new(cuzk::cpu::CpuOps, cuzk::cpu::CpuOps));
-    for kind in [ProofKind::WinningPost, ProofKind::WindowPost] {
-        let store = support::store_with(kind);
-        let request = support::inputs().get(kind);
-        let cpu = support::prove_on_backend(&store, &mut CpuBackend, request, r, s).expect("CPU");
-        // each partition's proof is verified by prove_on_backend
-        let ours = support::prove_on_backend(&store, &mut dual, request, r, s).expect("dual");
-        assert_eq!(
-            hex::encode(&ours.bytes),
-            hex::encode(&cpu.bytes),
-            "{kind}: dual(cpu, cpu) and the CPU backend differ"
-        );
-    }
+    let store = support::store_with(kind);
+    let request = support::inputs().get(kind);
+    // each partition's proof is verified by prove_on_backend
+    let ours = support::prove_on_backend(&store, &mut dual, request, r, s).expect("dual");
+    assert_eq!(
+        hex::encode(&ours.bytes),
+        hex::encode(support::cpu_reference(kind)),
+        "{kind}: dual(cpu, cpu) and the CPU backend differ"
+    );
 }
 
-/// On a real WinningPoSt partition, one H coefficient changed, then the L MSM moved by the
+/// On a real WindowPoSt partition, one H coefficient changed, then the L MSM moved by the
 /// generator: each time the error names the operation and the partition, no later
 /// operation ran, and no proof came back.
 #[test]
 fn dual_with_an_injected_difference_fails_loudly_and_returns_no_proof() {
     let _cores = support::cores_shared();
-    let kind = ProofKind::WinningPost;
+    let kind = ProofKind::WindowPost;
     let store = support::store_with(kind);
     let request = support::inputs().get(kind);
     let (r, s) = (Scalar::from(3u64), Scalar::from(4u64));

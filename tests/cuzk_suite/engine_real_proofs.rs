@@ -1,18 +1,19 @@
 //! Real 2 KiB proofs through the Engine on mock devices backed by the CPU prover (I6: every
 //! returned proof verifies), with a device that fails every other partition so partitions
 //! are synthesised again and proved elsewhere, and byte-identical to the CPU backend's
-//! proofs of the same partitions with the same fixed r and s.
+//! proofs of the same partitions with the same fixed r and s. Where the proof kind does not
+//! matter, the tests prove WindowPoSt, the smallest circuit at 2 KiB (WinningPoSt's is about
+//! four times its size).
 
 use crate::support;
 
 use std::time::Duration;
 
-use blstrs::Scalar;
 use cuzk::actors::mock::find_overlap;
 use cuzk::actors::{Error as EngineError, FailureCause};
 use cuzk::{
-    CpuBackend, DeviceChoice, Engine, EngineConfig, MockDevice, MockDriver, ProofKind,
-    ProveOptions, Randomness, RegisteredProof, SectorSize, SubmitOptions,
+    DeviceChoice, Engine, EngineConfig, MockDevice, MockDriver, ProofKind, ProveOptions,
+    Randomness, RegisteredProof, SectorSize, SubmitOptions,
 };
 
 /// Two kinds on two mock devices, one failing every other partition: every proof verifies,
@@ -25,7 +26,7 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_cpu_backend() {
     for k in kinds {
         support::store_with(k);
     }
-    let (r, s) = (Scalar::from(7u64), Scalar::from(11u64));
+    let (r, s) = support::fixed_rs();
     let opts = ProveOptions {
         randomness: Randomness::Fixed(r, s),
         verify: true,
@@ -73,10 +74,9 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_cpu_backend() {
             cuzk::verify(&store, req, &res.proof).expect("verifier runs"),
             "{k}"
         );
-        let reference =
-            support::prove_on_backend(&store, &mut CpuBackend, req, r, s).expect("CPU backend");
         assert_eq!(
-            res.proof, reference.bytes,
+            res.proof,
+            support::cpu_reference(*k),
             "{k}: engine and CPU backend differ"
         );
     }
@@ -115,7 +115,7 @@ fn real_post_proofs_on_mock_devices_verify_and_match_the_cpu_backend() {
 #[test]
 fn wrong_proofs_from_a_device_never_escape_and_fail_as_verification() {
     let _cores = support::cores_shared();
-    support::store_with(ProofKind::WinningPost);
+    support::store_with(ProofKind::WindowPost);
     let start = |devs: Vec<MockDevice>| {
         let driver = MockDriver::new(devs);
         let mut cfg = EngineConfig::new(support::params_dir());
@@ -126,8 +126,8 @@ fn wrong_proofs_from_a_device_never_escape_and_fail_as_verification() {
             driver.recorder(),
         )
     };
-    let req = support::inputs().winning_post.clone();
-    let store = support::store_with(ProofKind::WinningPost);
+    let req = support::inputs().window_post.clone();
+    let store = support::store_with(ProofKind::WindowPost);
 
     let mut liar = MockDevice::new(8);
     liar.corrupt_every = Some(1);
@@ -160,11 +160,11 @@ fn wrong_proofs_from_a_device_never_escape_and_fail_as_verification() {
 #[test]
 fn a_bad_request_is_refused_at_submit_and_the_engine_keeps_serving() {
     let _cores = support::cores_shared();
-    support::store_with(ProofKind::WinningPost);
+    support::store_with(ProofKind::WindowPost);
     let mut cfg = EngineConfig::new(support::params_dir());
     cfg.devices = DeviceChoice::Cpu;
     let engine = Engine::start(cfg).expect("engine starts");
-    let mut bad = support::inputs().winning_post.clone();
+    let mut bad = support::inputs().window_post.clone();
     if let cuzk::ProofInputs::Post(p) = &mut bad.inputs {
         p.vanilla_proofs = vec![vec![1, 2, 3]];
     }
@@ -173,7 +173,7 @@ fn a_bad_request_is_refused_at_submit_and_the_engine_keeps_serving() {
         .expect_err("garbage accepted");
     assert!(e.to_string().contains("vanilla"), "{e}");
     let good = engine
-        .prove(&support::inputs().winning_post, SubmitOptions::default())
+        .prove(&support::inputs().window_post, SubmitOptions::default())
         .expect("a good request still proves");
     assert!(good.verified);
     assert_eq!(engine.devices().len(), 1);
@@ -254,7 +254,7 @@ fn a_tampered_vanilla_proof_of_each_kind_is_refused_once_as_invalid_input() {
     );
     // and the engine still proves
     let good = engine
-        .prove(&support::inputs().winning_post, SubmitOptions::default())
+        .prove(&support::inputs().window_post, SubmitOptions::default())
         .expect("a good request still proves");
     assert!(good.verified);
     engine.shutdown(Duration::from_secs(5)).expect("shutdown");
@@ -371,7 +371,7 @@ impl cuzk::actors::DeviceDriver for BudgetedMock {
 #[test]
 fn device_memory_budgets_admit_streamed_partitions_and_refuse_what_cannot_fit() {
     let _cores = support::cores_shared();
-    let kind = ProofKind::WinningPost;
+    let kind = ProofKind::WindowPost;
     let store = support::store_with(kind);
     let req = support::inputs().get(kind).clone();
     let srs = store
@@ -460,7 +460,7 @@ fn device_memory_budgets_admit_streamed_partitions_and_refuse_what_cannot_fit() 
 #[test]
 fn streamed_partitions_a_device_holds_are_proved_as_one_batch() {
     let _cores = support::cores_shared();
-    let kind = ProofKind::WinningPost;
+    let kind = ProofKind::WindowPost;
     let store = support::store_with(kind);
     let req = support::inputs().get(kind).clone();
     let srs = store

@@ -197,10 +197,10 @@ with grpc.insecure_channel(
     tampered.request_id = "winpost-tampered"
     refused("tampered-winning", tampered)
 
-    # ...and it still serves (a new id: a new job)
-    after = winning(S["winning"])
-    after.request_id = "winpost-after-the-refusals"
-    prove("winning-post-after", after)
+    # ...and it still serves (a new id: a new job; WindowPoSt, the smallest circuit)
+    after = window(S["window"])
+    after.request_id = "wdpost-after-the-refusals"
+    prove("window-post-after", after)
     st = stub.GetStatus(pb.GetStatusRequest(), timeout=5)
     out["completed"] = st.total_proofs_completed
 

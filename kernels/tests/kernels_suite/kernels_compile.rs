@@ -5,9 +5,11 @@
 //! this test fails, on purpose: broken CUDA must not land silently.
 
 use cuzk_kernels::compile::{
-    compile_module, compile_module_with, ensure_nvrtc, map_modules, nvrtc_version, KernelModule,
-    KERNEL_STACK_BYTES, MODULES, MSM_G1, MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE,
+    compile_module, ensure_nvrtc, nvrtc_version, KernelModule, KERNEL_STACK_BYTES, MODULES, MSM_G1,
+    MSM_G1_ACCUMULATE, MSM_G2, MSM_G2_ACCUMULATE,
 };
+
+use crate::compiled;
 
 /// MSM kernels the host launches from [`MSM_G1`] / [`MSM_G2`] (before the `_g1`/`_g2` suffix).
 /// The inlined modules ([`MSM_G1_ACCUMULATE`] / [`MSM_G2_ACCUMULATE`]) hold [`ACCUMULATE_KERNELS`].
@@ -93,11 +95,12 @@ fn kernels_compile_for_sm_90() {
     let (major, minor) = nvrtc_version().unwrap_or_else(|e| panic!("{e}"));
     let t = std::time::Instant::now();
     let mut cubins = Vec::with_capacity(MODULES.len());
-    // every module at once, on every core (two cores halve this test's time in CI)
-    for (m, result) in map_modules(|m| compile_module_with(m, "sm_90", &["--ptxas-options=-v"])) {
-        let (cubin, log) = result.unwrap_or_else(|e| panic!("{e}"));
+    // every module at once, on every core (two cores halve this test's time in CI), once for
+    // this and the SASS tests
+    for (m, result) in compiled::all() {
+        let (cubin, log) = result.as_ref().unwrap_or_else(|e| panic!("{e}"));
         // every kernel's stack fits what each context reserves up front (KERNEL_STACK_BYTES)
-        let stacks = stack_sizes(&log);
+        let stacks = stack_sizes(log);
         assert!(!stacks.is_empty(), "{}: no ptxas report in {log}", m.name);
         let most = stacks.iter().copied().max().unwrap_or(0);
         assert!(
@@ -114,7 +117,7 @@ fn kernels_compile_for_sm_90() {
         // the only out-of-line function a kernel may call is the Montgomery product (a leaf,
         // mangled `_Zml...`): ptxas miscompiles calls between point functions in divergent
         // code (compile::INLINE_POINTS)
-        let calls = subroutines(&log);
+        let calls = subroutines(log);
         assert!(
             calls.iter().all(|f| f.starts_with("_Zml")),
             "{}: out-of-line functions other than the field product: {calls:?}",

@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use cuzk_kernels::compile::{
-    compile_module, compile_module_with, KernelModule, MSM_G1_ACCUMULATE, NTT,
-};
+use cuzk_kernels::compile::{KernelModule, MSM_G1_ACCUMULATE, NTT};
+
+use crate::compiled;
 
 /// The NTT pass kernels (every form). Each must fit six blocks of 128 threads an SM: at most
 /// [`PASS_MAX_REGISTERS`] registers (65,536 / 768), which the passes were measured at.
@@ -47,14 +47,14 @@ fn nvdisasm() -> PathBuf {
 /// The opcodes of each kernel of a CUBIN (with their modifiers, without predicates or
 /// operands), from `nvdisasm -c`: a kernel's code follows its `.text.NAME:` label.
 fn sass(module: &KernelModule) -> HashMap<String, Vec<String>> {
-    let cubin = compile_module(module, "sm_90").expect("the module compiles with NVRTC");
+    let (cubin, _) = compiled::module(module);
     // nvdisasm reads a file: one a process and module, removed once read
     let path = std::env::temp_dir().join(format!(
         "cuzk-sass-{}-{}.cubin",
         std::process::id(),
         module.name
     ));
-    std::fs::write(&path, &cubin).expect("the CUBIN is written");
+    std::fs::write(&path, cubin).expect("the CUBIN is written");
     let out = Command::new(nvdisasm()).arg("-c").arg(&path).output();
     let _ = std::fs::remove_file(&path);
     let out = out.unwrap_or_else(|e| {
@@ -189,9 +189,8 @@ fn registers(log: &str) -> HashMap<String, (u32, u32)> {
 /// `__maxnreg__`: without it, 86 registers).
 #[test]
 fn kernels_sass_ntt_passes_fit_six_blocks_an_sm() {
-    let (_, log) = compile_module_with(&NTT, "sm_90", &["--ptxas-options=-v"])
-        .expect("the NTT module compiles with NVRTC");
-    let regs = registers(&log);
+    let (_, log) = compiled::module(&NTT);
+    let regs = registers(log);
     for name in PASS_KERNELS {
         let (r, spills) = *regs
             .get(*name)
@@ -210,9 +209,8 @@ fn kernels_sass_ntt_passes_fit_six_blocks_an_sm() {
 /// held to 168 by launch bounds, with 52 bytes of spills in its loop, 420.7 ms.
 #[test]
 fn kernels_sass_g1_accumulation_fits_three_blocks_an_sm() {
-    let (_, log) = compile_module_with(&MSM_G1_ACCUMULATE, "sm_90", &["--ptxas-options=-v"])
-        .expect("the G1 accumulation module compiles with NVRTC");
-    let regs = registers(&log);
+    let (_, log) = compiled::module(&MSM_G1_ACCUMULATE);
+    let regs = registers(log);
     let name = "msm_accumulate_g1";
     let (r, spills) = *regs
         .get(name)

@@ -4,6 +4,7 @@
 //! tests are `gpu_kernels::` (ignored without `--include-ignored`; `.ci/device-suite` runs
 //! them on a GPU machine).
 
+mod compiled;
 mod field_algorithms_on_host;
 mod gpu_kernels;
 mod kernels_compile;

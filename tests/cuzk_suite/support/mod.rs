@@ -73,16 +73,22 @@ pub fn synthetic_porep() -> &'static cuzk::ProofRequest {
     })
 }
 
+/// An Engine on the CPU over the shared parameters, with `prove`'s options (r and s,
+/// verification, PCE).
+pub fn cpu_engine(prove: cuzk::ProveOptions) -> cuzk::Engine {
+    let mut cfg = cuzk::EngineConfig::new(params_dir());
+    cfg.devices = cuzk::DeviceChoice::Cpu;
+    cfg.prove = prove;
+    cuzk::Engine::start(cfg).expect("a CPU engine starts")
+}
+
 /// `request` proved through an Engine on the CPU, the path every front end takes, with
 /// `prove`'s options (r and s, verification, PCE); the engine is shut down before returning.
 pub fn prove_through_cpu_engine(
     request: &cuzk::ProofRequest,
     prove: cuzk::ProveOptions,
 ) -> cuzk::JobResult {
-    let mut cfg = cuzk::EngineConfig::new(params_dir());
-    cfg.devices = cuzk::DeviceChoice::Cpu;
-    cfg.prove = prove;
-    let engine = cuzk::Engine::start(cfg).expect("a CPU engine starts");
+    let engine = cpu_engine(prove);
     let result = engine
         .prove(request, cuzk::SubmitOptions::default())
         .unwrap_or_else(|e| panic!("{}: {e}", request.proof));
@@ -90,6 +96,31 @@ pub fn prove_through_cpu_engine(
         .shutdown(std::time::Duration::from_secs(5))
         .expect("shutdown");
     result
+}
+
+/// The r and s of the proofs that tests compare byte for byte with [`cpu_reference`]: one
+/// pair for all of them, so that each kind's reference is proved once.
+pub fn fixed_rs() -> (blstrs::Scalar, blstrs::Scalar) {
+    (blstrs::Scalar::from(7u64), blstrs::Scalar::from(11u64))
+}
+
+/// `kind`'s test request proved on the CPU backend with [`fixed_rs`], each partition verified
+/// ([`prove_on_backend`]): the bytes every other path must give for it (made once for the
+/// suite).
+pub fn cpu_reference(kind: ProofKind) -> &'static [u8] {
+    static REFERENCES: [OnceLock<Vec<u8>>; ProofKind::ALL.len()] =
+        [const { OnceLock::new() }; ProofKind::ALL.len()];
+    let at = ProofKind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .expect("one of the kinds");
+    REFERENCES[at].get_or_init(|| {
+        let store = store_with(kind);
+        let (r, s) = fixed_rs();
+        prove_on_backend(&store, &mut cuzk::CpuBackend, inputs().get(kind), r, s)
+            .unwrap_or_else(|e| panic!("{kind} on the CPU backend: {e}"))
+            .bytes
+    })
 }
 
 /// A request's partitions proved on one backend, in this thread (see [`prove_on_backend`]).
