@@ -655,25 +655,3 @@ extern "C" __global__ void fr_compact(const Fr* __restrict__ src, u32 n, const u
     u32 rank = __popcll(w & ((1ull << b) - 1ull));
     st_vec(dst + prefix[i >> 6] + rank, ld_vec(src + i));
 }
-
-// Expansion of scalars kept as a bitmap of the ones and a list of the other non-zero values
-// (a PoRep witness is 98.7% zeros and ones): for every i < n, dst[i] = 1 (Montgomery) when
-// bit start + i of `ones` is set (bit j % 64 of word j / 64), else 0. fr_scatter then writes
-// the other values over it.
-extern "C" __global__ void fr_expand_ones(const u64* __restrict__ ones, u32 start, u32 n,
-                                          Fr* __restrict__ dst) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u32 j = start + i;
-    bool one = ((ones[j >> 6] >> (j & 63)) & 1ull) != 0;
-    st_vec(dst + i, one ? Fr::one() : Fr::zero());
-}
-
-// dst[at[t] - start] = val[t] for every t < count; the caller guarantees start <= at[t] and
-// at[t] - start < the length of dst.
-extern "C" __global__ void fr_scatter(const u32* __restrict__ at, const Fr* __restrict__ val, u32 count,
-                                      u32 start, Fr* __restrict__ dst) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count) return;
-    st_vec(dst + (at[t] - start), ld_vec(val + t));
-}

@@ -28,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod bounce;
 pub mod compact;
 pub mod compile;
@@ -52,7 +53,8 @@ pub use compact::DeviceBitmap;
 pub use curve::{MsmCurve, G1, G2};
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
-pub use msm::{msm_bucket_bytes, msm_scratch_bytes, Bases, G1Bases, G2Bases, SortedScalars};
+pub use batch::{gathered_bytes, ones_scratch_bytes};
+pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, SortedScalars};
 pub use ntt::{coset_z_inverse, NttKind, NttOptions};
 pub use ones::{DeviceOnesAndRest, OnesAndRest};
 pub use profile::StepTiming;

@@ -31,7 +31,6 @@ use crate::curve::{MsmCurve, G1, G2};
 use crate::device::{check_len, DeviceBuffer, GpuDevice, PciId};
 use crate::error::{Error, Result};
 use crate::layout::{DeviceElem, FrRaw};
-use crate::ones::DeviceOnesAndRest;
 use crate::profile::Steps;
 use crate::stream::BaseRing;
 
@@ -87,64 +86,13 @@ impl<C: MsmCurve> std::fmt::Debug for Bases<C> {
 }
 
 /// Where the bases of an MSM's chunks come from.
-enum Source<'a, C: MsmCurve> {
+pub(crate) enum Source<'a, C: MsmCurve> {
     /// No points (an empty range).
     None,
     /// Resident on the device.
     Device(&'a DeviceBuffer<C::Affine>),
     /// In host memory, copied into a ring of device buffers chunk by chunk.
     Host(&'a [C::Affine], &'a mut BaseRing<C>),
-}
-
-/// Where the scalars of an MSM's chunks come from: one MSM's resident scalars, or several
-/// MSMs' (over the same bases) kept as ones and rest, written out chunk by chunk.
-enum ScalarSets<'a> {
-    /// `scalars[from..]`.
-    Dense(&'a DeviceBuffer<Scalar>, usize),
-    /// One MSM a set; `scratch` holds the current chunk's scalars of one set at a time
-    /// (`None` only when there is nothing to sum).
-    Compact {
-        sets: &'a [&'a DeviceOnesAndRest],
-        scratch: Option<DeviceBuffer<Scalar>>,
-    },
-}
-
-impl ScalarSets<'_> {
-    /// Number of MSMs.
-    fn count(&self) -> usize {
-        match self {
-            ScalarSets::Dense(..) => 1,
-            ScalarSets::Compact { sets, .. } => sets.len(),
-        }
-    }
-
-    /// Set `j`'s scalars of the chunk `chunk` (positions relative to the MSM's range).
-    fn chunk(
-        &mut self,
-        dev: &GpuDevice,
-        j: usize,
-        chunk: Range<usize>,
-    ) -> Result<CudaView<'_, FrRaw>> {
-        match self {
-            ScalarSets::Dense(s, from) => Ok(s.view(*from + chunk.start..*from + chunk.end)),
-            ScalarSets::Compact { sets, scratch } => {
-                let (Some(set), Some(buf)) = (sets.get(j), scratch.as_mut()) else {
-                    return Err(Error::Unsupported {
-                        op: "msm_streamed_batch",
-                        detail: format!("no scalars for set {j}"),
-                    });
-                };
-                let n = chunk.len();
-                dev.fr_expand(set, chunk, buf)?;
-                Ok(buf.view(0..n))
-            }
-        }
-    }
-}
-
-/// The only result of a one-set [`GpuDevice::msm_over`].
-fn one<P: Group>(mut v: Vec<P>) -> P {
-    v.pop().unwrap_or_else(P::identity)
 }
 
 /// Fewest buckets a segment of the window sums must hold for `msm_segments_pair_g2` to be
@@ -290,10 +238,10 @@ fn scatter_shared_bytes(nbw: usize, slab_log: u32) -> usize {
 /// Bucket sums of one or more chunks of an MSM under one window plan (msm.cu's step 6), on
 /// the device: `nw` windows of 2^(c-1) XYZZ sums. The chunks of [`GpuDevice::msm_chunked`]
 /// add to them in turn, and their windows are summed once.
-struct Buckets {
-    c: u32,
-    nw: u32,
-    sums: CudaSlice<u64>,
+pub(crate) struct Buckets {
+    pub(crate) c: u32,
+    pub(crate) nw: u32,
+    pub(crate) sums: CudaSlice<u64>,
 }
 
 impl Buckets {
@@ -306,25 +254,25 @@ impl Buckets {
 
 /// One chunk's scalars as bucket lists (msm.cu's steps 1-5), which depend on the scalars
 /// only: any bases of the chunk's length can be summed with them (step 6 on).
-struct BucketLists {
+pub(crate) struct BucketLists {
     /// Window width.
-    c: u32,
+    pub(crate) c: u32,
     /// Number of windows; there are `nw << (c - 1)` buckets.
-    nw: u32,
+    pub(crate) nw: u32,
     /// Entries in the lists (non-zero digits).
-    entries: usize,
+    pub(crate) entries: usize,
     /// Entries a run (one accumulating thread).
-    k: u32,
+    pub(crate) k: u32,
     /// Runs: `ceil(entries / k)`.
-    nruns: usize,
+    pub(crate) nruns: usize,
     /// Rounds of the pairwise sum of split buckets' pieces.
-    rounds: u32,
+    pub(crate) rounds: u32,
     /// The lists: (point index | sign << 31), bucket by bucket.
-    sorted: CudaSlice<u32>,
+    pub(crate) sorted: CudaSlice<u32>,
     /// Bucket b's entries are `sorted[offsets[b]..offsets[b + 1]]`.
-    offsets: CudaSlice<u32>,
+    pub(crate) offsets: CudaSlice<u32>,
     /// The bucket of each run's first entry.
-    run_first: CudaSlice<u32>,
+    pub(crate) run_first: CudaSlice<u32>,
 }
 
 /// Scalars sorted into bucket lists once, for MSMs with several sets of bases: the B query
@@ -368,7 +316,7 @@ impl std::fmt::Debug for SortedScalars {
 
 /// With the device's MSM step timing ([`crate::profile`]), the time of each step of a
 /// chunk, labelled `msm <what> n=<points>`.
-fn marks(dev: &GpuDevice, what: &'static str, n: usize) -> Steps {
+pub(crate) fn marks(dev: &GpuDevice, what: &'static str, n: usize) -> Steps {
     Steps::new(dev.step_timing().msm, || format!("msm {what} n={n}"))
 }
 
@@ -381,7 +329,7 @@ fn lanes(pair: bool) -> usize {
     }
 }
 
-fn cfg(threads: usize, block: u32) -> LaunchConfig {
+pub(crate) fn cfg(threads: usize, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((threads as u32).div_ceil(block), 1, 1),
         block_dim: (block, 1, 1),
@@ -540,13 +488,11 @@ impl GpuDevice {
         chunk: usize,
     ) -> Result<C::Projective> {
         check_range(bases.len(), &range)?;
-        let dense = ScalarSets::Dense(scalars, from);
         match bases.buf.as_ref() {
-            Some(buf) => self.msm_over(Source::<C>::Device(buf), range, dense, chunk),
+            Some(buf) => self.msm_over(Source::<C>::Device(buf), range, scalars, from, chunk),
             // no points: the range is empty (checked above); the scalars are still checked
-            None => self.msm_over::<C>(Source::None, range, dense, chunk),
+            None => self.msm_over::<C>(Source::None, range, scalars, from, chunk),
         }
-        .map(one)
     }
 
     /// `sum_i scalars[from + i] * host[range.start + i]` for `i < range.len()`, with the
@@ -568,63 +514,29 @@ impl GpuDevice {
     ) -> Result<C::Projective> {
         check_range(host.len(), &range)?;
         let chunk = ring.chunk();
-        let dense = ScalarSets::Dense(scalars, from);
-        self.msm_over(Source::Host(host, ring), range, dense, chunk)
-            .map(one)
+        self.msm_over(Source::Host(host, ring), range, scalars, from, chunk)
     }
 
-    /// `sum_i s_j[i] * host[range.start + i]` for every `s_j` of `sets` (each exactly
-    /// `range.len()` scalars), with the bases streamed from host memory through `ring` once
-    /// for all of them: each chunk crosses the link once and is summed against every set's
-    /// scalars of that chunk, which [`GpuDevice::fr_expand`] writes out into one scratch
-    /// buffer of the ring's chunk. The results are in the order of `sets`, each the same
-    /// as [`GpuDevice::msm_streamed`] with that set's scalars written out.
-    ///
-    /// Each set holds its own bucket sums between chunks (about [`msm_scratch_bytes`]'s
-    /// bucket share of one chunk a set), besides the scratch buffer.
-    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, n = range.len(), sets = sets.len(), chunk = ring.chunk()))]
-    pub fn msm_streamed_batch<C: MsmCurve>(
-        &self,
-        host: &[C::Affine],
-        range: Range<usize>,
-        sets: &[&DeviceOnesAndRest],
-        ring: &mut BaseRing<C>,
-    ) -> Result<Vec<C::Projective>> {
-        check_range(host.len(), &range)?;
-        for set in sets {
-            check_len("msm_streamed_batch (scalars)", range.len(), set.len())?;
-        }
-        let chunk = ring.chunk();
-        let scratch = if sets.is_empty() || range.is_empty() {
-            None
-        } else {
-            Some(self.alloc_uninit::<Scalar>(chunk.min(range.len()))?)
-        };
-        let scalars = ScalarSets::Compact { sets, scratch };
-        self.msm_over(Source::Host(host, ring), range, scalars, chunk)
-    }
-
-    /// The chunk loop of [`GpuDevice::msm_chunked`], [`GpuDevice::msm_streamed`] and
-    /// [`GpuDevice::msm_streamed_batch`]: one result per set of scalars; `range` has been
-    /// checked against the bases.
-    fn msm_over<C: MsmCurve>(
+    /// The chunk loop of [`GpuDevice::msm_chunked`] and [`GpuDevice::msm_streamed`]:
+    /// `sum_i scalars[from + i] * bases[range.start + i]`; `range` has been checked against
+    /// the bases.
+    pub(crate) fn msm_over<C: MsmCurve>(
         &self,
         mut bases: Source<'_, C>,
         range: Range<usize>,
-        mut scalars: ScalarSets<'_>,
+        scalars: &DeviceBuffer<Scalar>,
+        from: usize,
         chunk: usize,
-    ) -> Result<Vec<C::Projective>> {
-        if let ScalarSets::Dense(s, from) = scalars {
-            if from
-                .checked_add(range.len())
-                .is_none_or(|end| end > s.len())
-            {
-                return Err(Error::Length {
-                    op: "msm (scalars)",
-                    expected: from.saturating_add(range.len()),
-                    got: s.len(),
-                });
-            }
+    ) -> Result<C::Projective> {
+        if from
+            .checked_add(range.len())
+            .is_none_or(|end| end > scalars.len())
+        {
+            return Err(Error::Length {
+                op: "msm (scalars)",
+                expected: from.saturating_add(range.len()),
+                got: scalars.len(),
+            });
         }
         if chunk == 0 {
             return Err(Error::Unsupported {
@@ -632,20 +544,17 @@ impl GpuDevice {
                 detail: "chunks of 0 points".into(),
             });
         }
-        let count = scalars.count();
-        let mut acc = vec![C::Projective::identity(); count];
+        let mut acc = C::Projective::identity();
         if matches!(bases, Source::None) || range.is_empty() {
             return Ok(acc);
         }
         // A chunk whose plan has the previous chunks' width and no more windows adds its points
         // to their bucket sums (msm_accumulate's `into`), so that the windows are summed once
-        // for all of them; another plan sums the buckets so far and starts its own. Each set
-        // of scalars has its own.
-        let mut carried: Vec<Option<Buckets>> = (0..count).map(|_| None).collect();
+        // for all of them; another plan sums the buckets so far and starts its own.
+        let mut held: Option<Buckets> = None;
         // Streamed bases: the first chunk's copy is queued now, and each next chunk's as soon
-        // as the current chunk's accumulations are queued, so that it crosses the link beside
-        // them and the next chunk's sorts (whose plans wait for the host) rather than after
-        // them.
+        // as the current chunk's accumulation is queued, so that it crosses the link beside
+        // it and the next chunk's sort (whose plan waits for the host) rather than after them.
         let mut next_slot = match &mut bases {
             Source::Host(host, ring) => {
                 let first = range.start..range.start + chunk.min(range.len());
@@ -658,12 +567,9 @@ impl GpuDevice {
             let end = (start + chunk).min(range.len());
             let slot = next_slot.take();
             let points = range.start + start..range.start + end;
-            for (j, held) in carried.iter_mut().enumerate() {
-                let s = scalars.chunk(self, j, start..end)?;
-                let mut marks = marks(self, C::NAME, end - start);
-                let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? else {
-                    continue; // every scalar of the chunk is zero
-                };
+            let s = scalars.view(from + start..from + end);
+            let mut marks = marks(self, C::NAME, end - start);
+            if let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? {
                 let b = match (&bases, slot) {
                     (Source::Device(buf), _) => buf.view(points.clone()),
                     (Source::Host(_, ring), Some(slot)) => ring.view(slot, points.len()),
@@ -672,24 +578,22 @@ impl GpuDevice {
                 let into = match held.take() {
                     Some(h) if h.takes(&lists) => Some(h),
                     Some(h) => {
-                        acc[j] += self.window_sums::<C>(h, &mut marks)?;
+                        acc += self.window_sums::<C>(h, &mut marks)?;
                         None
                     }
                     None => None,
                 };
-                *held = Some(self.accumulate_lists::<C>(b, &lists, into, &mut marks)?);
-            }
+                held = Some(self.accumulate_lists::<C>(b, &lists, into, &mut marks)?);
+            } // else every scalar of the chunk is zero
             if let (Source::Host(host, ring), true) = (&mut bases, end < range.len()) {
                 let next = range.start + end..range.start + (end + chunk).min(range.len());
                 next_slot = Some(ring.fill(&host[next])?);
             }
             start = end;
         }
-        for (j, held) in carried.into_iter().enumerate() {
-            if let Some(held) = held {
-                let mut marks = marks(self, C::NAME, range.len());
-                acc[j] += self.window_sums::<C>(held, &mut marks)?;
-            }
+        if let Some(held) = held {
+            let mut marks = marks(self, C::NAME, range.len());
+            acc += self.window_sums::<C>(held, &mut marks)?;
         }
         Ok(acc)
     }
@@ -787,12 +691,12 @@ impl GpuDevice {
     }
 
     /// A kernel of `C`'s MSM module, by its name without the curve's suffix.
-    fn msm_kernel<C: MsmCurve>(&self, name: &str) -> Result<CudaFunction> {
+    pub(crate) fn msm_kernel<C: MsmCurve>(&self, name: &str) -> Result<CudaFunction> {
         self.function(&C::MODULE, &format!("{name}{}", C::SUFFIX))
     }
 
     /// `len` zeroed words of MSM scratch on this device's stream.
-    fn zeroed_u32(&self, len: usize) -> Result<CudaSlice<u32>> {
+    pub(crate) fn zeroed_u32(&self, len: usize) -> Result<CudaSlice<u32>> {
         self.stream()
             .alloc_zeros::<u32>(len)
             .map_err(self.drv("allocating MSM scratch"))
@@ -1043,7 +947,7 @@ impl GpuDevice {
     /// Step 6 of one chunk (see msm.cu): the bucket sums of `bases` (the chunk's points, as
     /// many as the scalars `lists` was built from), added to `into`'s (earlier chunks' sums
     /// under the same plan: [`Buckets::takes`]) or from nothing.
-    fn accumulate_lists<C: MsmCurve>(
+    pub(crate) fn accumulate_lists<C: MsmCurve>(
         &self,
         bases: CudaView<'_, <C::Affine as DeviceElem>::Raw>,
         lists: &BucketLists,
@@ -1244,7 +1148,7 @@ impl GpuDevice {
     }
 
     /// Exclusive prefix sum of `counts[..len]` into `offsets[..=len]` (and `cursor[..len]`).
-    fn exclusive_scan<C: MsmCurve>(
+    pub(crate) fn exclusive_scan<C: MsmCurve>(
         &self,
         counts: &CudaSlice<u32>,
         len: usize,
@@ -1334,20 +1238,7 @@ pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
     canon + counts_offsets_cursor + scan_scratch + sorted + parts + points
 }
 
-/// An upper bound, in bytes, on the bucket sums one MSM over chunks of `n` points holds
-/// between its chunks (the widest plan's buckets, as in [`msm_scratch_bytes`]): what each set
-/// of scalars of [`GpuDevice::msm_streamed_batch`] keeps on the device beside the others.
-pub fn msm_bucket_bytes<C: MsmCurve>(n: usize) -> u64 {
-    let n = n.min(MAX_CHUNK);
-    if n == 0 {
-        return 0;
-    }
-    let c = window_bits(n);
-    let nbuckets = u64::from(256u32.div_ceil(c)) << (c - 1);
-    nbuckets * C::XYZZ_LIMBS as u64 * 8
-}
-
-fn check_range(len: usize, range: &Range<usize>) -> Result<()> {
+pub(crate) fn check_range(len: usize, range: &Range<usize>) -> Result<()> {
     if range.start <= range.end && range.end <= len {
         Ok(())
     } else {

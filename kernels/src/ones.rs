@@ -5,18 +5,13 @@
 //! 4.2 GB, so the scalars of many partitions fit on a small device at once, and an MSM
 //! whose bases stream from host memory can apply each chunk of bases to all of them
 //! ([`crate::GpuDevice::msm_streamed_batch`]).
-//!
-//! On the device, [`GpuDevice::fr_expand`] writes any range of such a vector back out as
-//! plain scalars, into a buffer the MSM's chunk then reads.
 
 use std::ops::Range;
 
 use blstrs::Scalar;
-use cudarc::driver::{LaunchConfig, PushKernelArg};
 use ff::Field;
 use rayon::prelude::*;
 
-use crate::compile::NTT;
 use crate::device::{DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
 
@@ -147,7 +142,7 @@ impl OnesAndRest {
         len.div_ceil(64) * 8 + rest * (4 + 32)
     }
 
-    /// The scalars written out (the CPU reference of [`GpuDevice::fr_expand`]).
+    /// The scalars written out.
     pub fn to_scalars(&self) -> Vec<Scalar> {
         let mut out: Vec<Scalar> = (0..self.len)
             .map(|i| {
@@ -201,8 +196,23 @@ impl DeviceOnesAndRest {
         OnesAndRest::device_bytes_for(self.len, self.rest_at_host.len())
     }
 
+    /// Number of values neither zero nor one.
+    pub fn rest_count(&self) -> usize {
+        self.rest_at_host.len()
+    }
+
+    /// The bitmap of the ones (`ceil(len / 64)` words; `None` when there are no scalars).
+    pub(crate) fn ones_bitmap(&self) -> Option<&DeviceBuffer<u64>> {
+        self.ones.as_ref()
+    }
+
+    /// The positions and the values of the other values (`None` when there are none).
+    pub(crate) fn rest_parts(&self) -> Option<&(DeviceBuffer<u32>, DeviceBuffer<Scalar>)> {
+        self.rest.as_ref()
+    }
+
     /// The part of the list of other values that falls in `range`.
-    fn rest_in(&self, range: &Range<usize>) -> Range<usize> {
+    pub(crate) fn rest_in(&self, range: &Range<usize>) -> Range<usize> {
         let lo = self
             .rest_at_host
             .partition_point(|&at| (at as usize) < range.start);
@@ -233,67 +243,6 @@ impl GpuDevice {
             rest_at_host: v.rest_at,
             rest,
         })
-    }
-
-    /// Writes `src[range]` as plain scalars to `dst[..range.len()]` (queued on the device's
-    /// stream); the rest of `dst` is untouched. `range` must lie within `src` and `dst` must
-    /// have room for it.
-    pub fn fr_expand(
-        &self,
-        src: &DeviceOnesAndRest,
-        range: Range<usize>,
-        dst: &mut DeviceBuffer<Scalar>,
-    ) -> Result<()> {
-        if range.start > range.end || range.end > src.len {
-            return Err(Error::Length {
-                op: "fr_expand (range)",
-                expected: src.len,
-                got: range.end,
-            });
-        }
-        if range.len() > dst.len() {
-            return Err(Error::Length {
-                op: "fr_expand (destination)",
-                expected: range.len(),
-                got: dst.len(),
-            });
-        }
-        let Some(ones) = src.ones.as_ref().filter(|_| !range.is_empty()) else {
-            return Ok(());
-        };
-        // src.len fits in u32 (OnesAndRest's invariant), so do range's bounds
-        let (start, n) = (range.start as u32, range.len() as u32);
-        let mut out = dst.inner.slice_mut(0..range.len());
-        let f = self.function(&NTT, "fr_expand_ones")?;
-        let mut l = self.stream().launch_builder(&f);
-        l.arg(&ones.inner).arg(&start).arg(&n).arg(&mut out);
-        // SAFETY: fr_expand_ones(const u64* ones[ceil(len/64)], u32 start, u32 n, Fr* dst[n]):
-        // it reads bits start..start+n < len of `ones`, which has ceil(len/64) words (the
-        // invariant), and writes dst[0..n], which `out` is.
-        unsafe { l.launch(grid(n)) }.map_err(self.drv("launching fr_expand_ones"))?;
-
-        let part = src.rest_in(&range);
-        if let (Some((at, val)), false) = (src.rest.as_ref(), part.is_empty()) {
-            let count = part.len() as u32;
-            let (at, val) = (at.view(part.clone()), val.view(part));
-            let f = self.function(&NTT, "fr_scatter")?;
-            let mut l = self.stream().launch_builder(&f);
-            l.arg(&at).arg(&val).arg(&count).arg(&start).arg(&mut out);
-            // SAFETY: fr_scatter(const u32* at[count], const Fr* val[count], u32 count,
-            // u32 start, Fr* dst): `part` holds exactly the positions in start..start+n (the
-            // host copy equals the device's, by the invariant), so every write
-            // dst[at - start] is within the n elements of `out`.
-            unsafe { l.launch(grid(count)) }.map_err(self.drv("launching fr_scatter"))?;
-        }
-        Ok(())
-    }
-}
-
-fn grid(n: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (n.div_ceil(256), 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
     }
 }
 

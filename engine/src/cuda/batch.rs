@@ -6,8 +6,10 @@
 //! streams; a batch of ten moves them once instead of ten times. What makes room for ten
 //! partitions' scalars on a small device is their shape: the witness is 98.7% zeros and
 //! ones, so each query's scalars travel as a bitmap of the ones and a list of the rest
-//! ([`OnesAndRest`], about 0.26 GB a partition instead of 10 GB), and each chunk's scalars
-//! are written out on the device just before its MSM ([`GpuDevice::msm_streamed_batch`]).
+//! ([`OnesAndRest`], about 0.26 GB a partition instead of 10 GB). In each chunk the ones of
+//! every partition are added into one sum a partition, and the points their other values
+//! pair with are set aside for one small MSM a partition at the end of the walk
+//! ([`GpuDevice::msm_streamed_batch`]).
 //!
 //! Invariant: every partition's five group elements are those [`super::prove_msms`] computes
 //! for it alone; the proofs are the same bytes.
@@ -15,7 +17,7 @@
 use std::time::Duration;
 
 use blstrs::{G1Projective, Scalar};
-use cuzk_kernels::{DeviceOnesAndRest, GpuDevice, OnesAndRest, Staging, G1, G2};
+use cuzk_kernels::{DeviceOnesAndRest, GpuDevice, OnesAndRest, Staging};
 use cuzk_pce::{Assignment, Density};
 use ff::Field;
 use group::Group;
@@ -24,7 +26,7 @@ use tracing::info_span;
 
 use super::partition::{self, density_words, PhaseTimes};
 use super::streamed::{HostQueries, Rings};
-use super::vram::QueryLens;
+use super::vram::SetShape;
 use crate::error::{Error, Result};
 use crate::prover::MsmResults;
 
@@ -53,9 +55,14 @@ impl QueryScalars {
         })
     }
 
-    /// Device bytes of the three sets.
-    pub fn device_bytes(&self) -> u64 {
-        (self.l.device_bytes() + self.a.device_bytes() + self.b.device_bytes()) as u64
+    /// The sets' lengths and counts of values neither zero nor one.
+    pub fn shape(&self) -> SetShape {
+        let of = |v: &OnesAndRest| (v.len(), v.rest());
+        SetShape {
+            l: of(&self.l),
+            a: of(&self.a),
+            b: of(&self.b),
+        }
     }
 }
 
@@ -125,9 +132,10 @@ pub fn prove_streamed_batch(
             staging.as_deref_mut(),
         )?);
     }
-    let (per_set, chunk) = (set_bytes(&lens, rings.chunk()), rings.chunk());
+    let chunk = rings.chunk();
+    let shapes: Vec<SetShape> = started.iter().map(|s| s.scalars.shape()).collect();
     let mut out = Vec::with_capacity(started.len());
-    for group in groups(&started, room, per_set) {
+    for group in groups(&shapes, room, chunk) {
         let group = &started[group];
         let first = group.first().map_or(0, |s| s.partition);
         let k = group.len() as u32;
@@ -264,35 +272,24 @@ fn pick<P: Group>(v: &[P], j: usize) -> P {
     v.get(j).copied().unwrap_or_else(P::identity)
 }
 
-/// Device bytes a partition's set takes in the batched MSMs besides its scalars: its bucket
-/// sums between chunks, for the widest of the batched queries (B in G2).
-fn set_bytes(lens: &QueryLens, chunk: usize) -> u64 {
-    let g2 = super::streamed::g2_chunk(chunk);
-    cuzk_kernels::msm::msm_bucket_bytes::<G1>(chunk.min(lens.l.max(lens.a)))
-        .max(cuzk_kernels::msm::msm_bucket_bytes::<G2>(g2.min(lens.b_g2)))
-}
-
-/// The batch split into runs of consecutive partitions whose sets fit `room` together
-/// (every partition alone forms a group, fitting or not: a partition's own phases fitted).
-fn groups(started: &[Started], room: u64, per_set: u64) -> Vec<std::ops::Range<usize>> {
+/// The batch split into runs of consecutive partitions whose sets fit `room` together in
+/// every walk, with the largest of their MSMs of the other values ([`SetShape::walk_bytes`],
+/// [`SetShape::tail_bytes`]); every partition alone forms a group, fitting or not (its own
+/// phases fitted).
+fn groups(shapes: &[SetShape], room: u64, chunk: usize) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
-    let (mut start, mut used) = (0, 0u64);
-    for (i, s) in started.iter().enumerate() {
-        // one query's sets are on the device at a time: the largest of the three
-        let need = per_set
-            + [&s.scalars.l, &s.scalars.a, &s.scalars.b]
-                .iter()
-                .map(|v| v.device_bytes() as u64)
-                .max()
-                .unwrap_or(0);
-        if i > start && used + need > room {
+    let (mut start, mut sets, mut tail) = (0, 0u64, 0u64);
+    for (i, shape) in shapes.iter().enumerate() {
+        let (need, end) = (shape.walk_bytes(chunk), shape.tail_bytes(chunk));
+        if i > start && sets + need + tail.max(end) > room {
             out.push(start..i);
-            (start, used) = (i, 0);
+            (start, sets, tail) = (i, 0, 0);
         }
-        used += need;
+        sets += need;
+        tail = tail.max(end);
     }
-    if start < started.len() {
-        out.push(start..started.len());
+    if start < shapes.len() {
+        out.push(start..shapes.len());
     }
     out
 }
@@ -301,33 +298,36 @@ fn groups(started: &[Started], room: u64, per_set: u64) -> Vec<std::ops::Range<u
 mod tests {
     use super::*;
 
-    fn started(sizes: [usize; 3]) -> Started {
-        let set = |n: usize| OnesAndRest::classify(&vec![Scalar::from(2u64); n]).unwrap();
-        Started {
-            partition: 0,
-            h: G1Projective::identity(),
-            scalars: QueryScalars {
-                l: set(sizes[0]),
-                a: set(sizes[1]),
-                b: set(sizes[2]),
-            },
-            times: PhaseTimes::default(),
-        }
-    }
-
     #[test]
     fn groups_fill_the_room_in_order() {
-        let s: Vec<_> = (0..5).map(|_| started([10, 20, 5])).collect();
-        let one = 100 + OnesAndRest::device_bytes_for(20, 20) as u64;
-        assert_eq!(groups(&s, 5 * one, 100), vec![0..5]);
-        assert_eq!(groups(&s, 2 * one, 100), vec![0..2, 2..4, 4..5]);
+        let shape = SetShape {
+            l: (1000, 10),
+            a: (2000, 20),
+            b: (500, 5),
+        };
+        let s = vec![shape; 5];
+        let chunk = 256;
+        let (one, tail) = (shape.walk_bytes(chunk), shape.tail_bytes(chunk));
+        assert!(one > 0 && tail > 0);
+        assert_eq!(groups(&s, 5 * one + tail, chunk), vec![0..5]);
+        assert_eq!(groups(&s, 2 * one + tail, chunk), vec![0..2, 2..4, 4..5]);
         assert_eq!(
-            groups(&s, 2 * one - 1, 100),
+            groups(&s, 2 * one + tail - 1, chunk),
             vec![0..1, 1..2, 2..3, 3..4, 4..5]
         );
         // too little room for even one: each alone
-        assert_eq!(groups(&s[..2], 0, 100), vec![0..1, 1..2]);
-        assert!(groups(&[], 10, 1).is_empty());
+        assert_eq!(groups(&s[..2], 0, chunk), vec![0..1, 1..2]);
+        assert!(groups(&[], 10, chunk).is_empty());
+        // a set with more other values takes more room: its gathered points and its tail
+        let heavy = SetShape {
+            b: (500, 400),
+            ..shape
+        };
+        assert!(heavy.walk_bytes(chunk) > one, "{} {one}", heavy.walk_bytes(chunk));
+        assert!(heavy.tail_bytes(chunk) > tail, "{} {tail}", heavy.tail_bytes(chunk));
+        let mixed = [shape, heavy, shape];
+        let fits_two = shape.walk_bytes(chunk) + heavy.walk_bytes(chunk) + heavy.tail_bytes(chunk);
+        assert_eq!(groups(&mixed, fits_two, chunk), vec![0..2, 2..3]);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
-use cuzk_kernels::{msm_scratch_bytes, BaseRing, G1, G2};
+use cuzk_kernels::{
+    gathered_bytes, msm_scratch_bytes, ones_scratch_bytes, BaseRing, OnesAndRest, G1, G2,
+};
 
 use super::masks::QueryMasks;
 use crate::pinned::HostQueries;
@@ -193,33 +195,74 @@ pub fn streamed_needed(q: &QueryLens, num_constraints: usize, chunk: usize) -> u
         + largest_streamed_phase(q, m, chunk)
 }
 
-/// Device bytes a batch of streamed partitions ([`super::batch`]) may give its partitions'
-/// scalars and bucket sums during the batched MSMs: the largest phase [`streamed_needed`]
-/// reserves (the domain buffers are freed by then), less one chunk's MSM scratch and its
-/// written-out scalars.
+/// Device bytes the batched walks of a batch of streamed partitions ([`super::batch`]) may
+/// use: the largest phase [`streamed_needed`] reserves (the domain buffers are freed by
+/// then), for the partitions' sets ([`SetShape::walk_bytes`]) and the MSMs of the other
+/// values that end each walk ([`SetShape::tail_bytes`], one at a time).
 pub fn batch_room(q: &QueryLens, num_constraints: usize, chunk: usize) -> u64 {
     let m = num_constraints.max(1).next_power_of_two() as u64;
-    let g2_chunk = g2_chunk(chunk);
-    let scratch = msm_scratch_bytes::<G1>(chunk).max(msm_scratch_bytes::<G2>(g2_chunk));
-    largest_streamed_phase(q, m, chunk).saturating_sub(scratch + chunk as u64 * SCALAR_BYTES)
+    largest_streamed_phase(q, m, chunk)
 }
 
 /// Device bytes the lease table counts for each partition of a streamed circuit beyond the
-/// working memory they share ([`super::LeasePlan::shared`]): what the partition adds to a
-/// batch's walks, its bucket sums between chunks and its L, A and B scalars as ones and
-/// rest, estimated with one scalar in 16 neither zero nor one (a PoRep witness has one in
-/// 77). For admission only: the batch itself groups its walks by what the scalars take
-/// ([`batch_room`]).
+/// working memory they share ([`super::LeasePlan::shared`]): what the partition's sets take
+/// in a batch's walks ([`SetShape::walk_bytes`]), for the shape [`SetShape::estimated`]
+/// assumes. For admission only: the batch itself groups its walks by what the scalars take.
 pub fn batch_share(q: &QueryLens, chunk: usize) -> u64 {
-    let g2_chunk = g2_chunk(chunk);
-    let buckets = cuzk_kernels::msm_bucket_bytes::<G1>(chunk.min(q.l.max(q.a)))
-        .max(cuzk_kernels::msm_bucket_bytes::<G2>(g2_chunk.min(q.b_g2)));
-    let scalars = [q.l, q.a, q.b_g1]
-        .iter()
-        .map(|&n| cuzk_kernels::OnesAndRest::device_bytes_for(n, n / 16) as u64)
-        .max()
-        .unwrap_or(0);
-    buckets + scalars
+    SetShape::estimated(q).walk_bytes(chunk)
+}
+
+/// One partition's L, A and B scalars in a batch of streamed partitions: each query's
+/// length and its count of values neither zero nor one (B's serve the G1 and G2 walks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetShape {
+    /// (length, values neither 0 nor 1) of the L scalars.
+    pub l: (usize, usize),
+    /// The same for A.
+    pub a: (usize, usize),
+    /// The same for B.
+    pub b: (usize, usize),
+}
+
+impl SetShape {
+    /// The shape admission assumes for a circuit with queries `q`: one value in 16 neither 0
+    /// nor 1 (a 32 GiB PoRep witness has one in 77).
+    pub fn estimated(q: &QueryLens) -> Self {
+        SetShape {
+            l: (q.l, q.l / 16),
+            a: (q.a, q.a / 16),
+            b: (q.b_g1, q.b_g1 / 16),
+        }
+    }
+
+    /// Device bytes the partition's sets take during the batched walks with chunks of
+    /// `chunk` G1 points: one query's at a time, the largest of them, each its scalars as
+    /// ones and rest, the points its other values pair with (gathered during the walk) and
+    /// its share of a chunk's lists ([`cuzk_kernels::ones_scratch_bytes`]).
+    pub fn walk_bytes(&self, chunk: usize) -> u64 {
+        let scalars = |(n, rest): (usize, usize)| OnesAndRest::device_bytes_for(n, rest) as u64;
+        let g1 = |(n, rest): (usize, usize)| {
+            ones_scratch_bytes::<G1>(chunk.min(n)) + gathered_bytes::<G1>(rest)
+        };
+        let g2 = |(n, rest): (usize, usize)| {
+            ones_scratch_bytes::<G2>(g2_chunk(chunk).min(n)) + gathered_bytes::<G2>(rest)
+        };
+        let l = scalars(self.l) + g1(self.l);
+        let a = scalars(self.a) + g1(self.a);
+        let b = scalars(self.b) + g1(self.b).max(g2(self.b));
+        l.max(a).max(b)
+    }
+
+    /// Device bytes the MSM of the other values at the end of a walk takes (one set's at a
+    /// time, in the walk's chunks): the largest such MSM's scratch.
+    pub fn tail_bytes(&self, chunk: usize) -> u64 {
+        [self.l.1, self.a.1, self.b.1]
+            .into_iter()
+            .map(|rest| msm_scratch_bytes::<G1>(rest.min(chunk)))
+            .chain([msm_scratch_bytes::<G2>(self.b.1.min(g2_chunk(chunk)))])
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 /// The largest of a streamed partition's phases (domain of `m` points), without the tables,
@@ -344,8 +387,9 @@ mod tests {
         // their estimated scalars and bucket sums fit the room the largest phase leaves
         let room = batch_room(&q, n, c16);
         let share = batch_share(&q, c16);
-        assert!(share > 0 && share < gib, "{share}");
-        assert!(room >= 10 * share, "room {room}, share {share}");
+        let tail = SetShape::estimated(&q).tail_bytes(c16);
+        assert!(share > 0 && share < 2 * gib, "{share}");
+        assert!(room >= 10 * share + tail, "room {room}, share {share}, tail {tail}");
         assert!(room < streamed_needed(&q, n, c16));
         let snap = QueryLens {
             h: (1 << 27) - 1,
@@ -362,7 +406,8 @@ mod tests {
         // its chunk is larger, and so are a set's bucket sums: eight a walk, so that the
         // job's 16 partitions walk those bases twice instead of 16 times
         assert!(
-            batch_room(&snap, ns, c20) >= 8 * batch_share(&snap, c20),
+            batch_room(&snap, ns, c20)
+                >= 8 * batch_share(&snap, c20) + SetShape::estimated(&snap).tail_bytes(c20),
             "room {}, share {}, chunk {c20}",
             batch_room(&snap, ns, c20),
             batch_share(&snap, c20)

@@ -24,6 +24,11 @@ const MSM_KERNELS: &[&str] = &[
     "msm_bin_sort",
     "msm_segments",
     "msm_sum_groups",
+    "ones_count",
+    "ones_emit",
+    "ones_buckets",
+    "ones_runs",
+    "gather_points",
     "curve_test_ops",
 ];
 
