@@ -250,18 +250,13 @@ impl GpuDevice {
         let mut dst = out.view_mut(part.clone());
         let f = self.msm_kernel::<C>("gather_points")?;
         let mut l = self.stream().launch_builder(&f);
-        l.arg(&bases)
-            .arg(&at)
-            .arg(&count)
-            .arg(&start)
-            .arg(&mut dst);
+        l.arg(&bases).arg(&at).arg(&count).arg(&start).arg(&mut dst);
         // SAFETY: gather_points(const Affine* bases[chunk.len()], const u32* at[count], u32
         // count, u32 start, Affine* out[count]): `part` holds exactly the set's positions in
         // `chunk` (the host copy equals the device's), so at[t] - start < chunk.len(); `out`
         // has one point a value of the set (the caller allocated it so), `dst` the `count`
         // of this part.
-        unsafe { l.launch(cfg(part.len(), 256)) }
-            .map_err(self.drv("launching gather_points"))?;
+        unsafe { l.launch(cfg(part.len(), 256)) }.map_err(self.drv("launching gather_points"))?;
         Ok(())
     }
 }

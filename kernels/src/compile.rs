@@ -91,13 +91,27 @@ const ACCUMULATE_ONLY: &str = "MSM_ACCUMULATE_ONLY";
 pub const MSM_G1: KernelModule = KernelModule {
     name: "msm_g1",
     defines: &["MSM_G1", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
-    sources: &[FIELD_CUH, CURVE_CUH, MSM_DIGITS_CUH, MSM_CU, MSM_ONES_CU, FIXED_BASE_CU],
+    sources: &[
+        FIELD_CUH,
+        CURVE_CUH,
+        MSM_DIGITS_CUH,
+        MSM_CU,
+        MSM_ONES_CU,
+        FIXED_BASE_CU,
+    ],
 };
 /// G2 MSM kernels (suffix `_g2`) except `msm_accumulate`, and G2's fixed-base products.
 pub const MSM_G2: KernelModule = KernelModule {
     name: "msm_g2",
     defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
-    sources: &[FIELD_CUH, CURVE_CUH, MSM_DIGITS_CUH, MSM_CU, MSM_ONES_CU, FIXED_BASE_CU],
+    sources: &[
+        FIELD_CUH,
+        CURVE_CUH,
+        MSM_DIGITS_CUH,
+        MSM_CU,
+        MSM_ONES_CU,
+        FIXED_BASE_CU,
+    ],
 };
 /// G1 `msm_accumulate_g1`, `msm_fix_round_g1` and `msm_fix_store_g1` with every field product
 /// and point operation inlined: the bucket accumulation is most of an MSM's time, and out-of-line

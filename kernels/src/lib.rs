@@ -8,7 +8,8 @@
 //! | [`compact`] | selecting the scalars of a bitmap (density masks) on the device |
 //! | [`compile`] | the kernel modules, NVRTC compilation (no GPU needed), the on-disk CUBIN cache |
 //! | [`layout`] | device layouts of blstrs types (`Scalar`, `G1Affine`, `G2Affine`) with size assertions |
-//! | [`ones`] | scalar vectors kept as a bitmap of their ones and a list of the rest, written out on the device |
+//! | [`ones`] | scalar vectors kept as a bitmap of their ones and a list of the rest |
+//! | [`batch`] | MSMs of several such vectors over one set of streamed bases, each chunk crossing the link once |
 //! | [`ntt`] | forward / inverse / coset Fr NTT with bellperson's conventions, element-wise Fr ops |
 //! | [`curve`] | the curve groups the MSMs run over ([`MsmCurve`]: [`G1`], [`G2`]) |
 //! | [`msm`] | G1 and G2 Pippenger MSM over resident bases |
@@ -49,11 +50,11 @@ pub mod stream;
 pub mod testdata;
 mod twiddles;
 
+pub use batch::{gathered_bytes, ones_scratch_bytes};
 pub use compact::DeviceBitmap;
 pub use curve::{MsmCurve, G1, G2};
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
-pub use batch::{gathered_bytes, ones_scratch_bytes};
 pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, SortedScalars};
 pub use ntt::{coset_z_inverse, NttKind, NttOptions};
 pub use ones::{DeviceOnesAndRest, OnesAndRest};

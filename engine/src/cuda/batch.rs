@@ -323,8 +323,16 @@ mod tests {
             b: (500, 400),
             ..shape
         };
-        assert!(heavy.walk_bytes(chunk) > one, "{} {one}", heavy.walk_bytes(chunk));
-        assert!(heavy.tail_bytes(chunk) > tail, "{} {tail}", heavy.tail_bytes(chunk));
+        assert!(
+            heavy.walk_bytes(chunk) > one,
+            "{} {one}",
+            heavy.walk_bytes(chunk)
+        );
+        assert!(
+            heavy.tail_bytes(chunk) > tail,
+            "{} {tail}",
+            heavy.tail_bytes(chunk)
+        );
         let mixed = [shape, heavy, shape];
         let fits_two = shape.walk_bytes(chunk) + heavy.walk_bytes(chunk) + heavy.tail_bytes(chunk);
         assert_eq!(groups(&mixed, fits_two, chunk), vec![0..2, 2..3]);

@@ -389,7 +389,10 @@ mod tests {
         let share = batch_share(&q, c16);
         let tail = SetShape::estimated(&q).tail_bytes(c16);
         assert!(share > 0 && share < 2 * gib, "{share}");
-        assert!(room >= 10 * share + tail, "room {room}, share {share}, tail {tail}");
+        assert!(
+            room >= 10 * share + tail,
+            "room {room}, share {share}, tail {tail}"
+        );
         assert!(room < streamed_needed(&q, n, c16));
         let snap = QueryLens {
             h: (1 << 27) - 1,
