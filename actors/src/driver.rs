@@ -107,6 +107,15 @@ pub trait DeviceDriver: Send + Sync + 'static {
         device.total_memory
     }
 
+    /// How many leases of `srs`'s circuit `device` may hold at once while it holds no
+    /// other circuit's, beyond [`pipeline_depth`](Self::pipeline_depth): the partitions a
+    /// GPU streaming the circuit's parameters proves as one batch (each lease still reserves
+    /// its own memory). 1 by default: no more than the pipeline depth.
+    fn lease_batch(&self, device: &DeviceInfo, srs: &Srs) -> usize {
+        let _ = (device, srs);
+        1
+    }
+
     /// How many leases `device` may hold at once (at least 1): one proving, the others
     /// waiting on its actor, where the worker can use them early (uploads ahead). Each lease
     /// reserves its own VRAM, so a second lease is granted only where both fit. 1 by default.
@@ -312,6 +321,10 @@ pub type GpuOpener = Arc<dyn Fn(usize) -> cuzk_engine::Result<Box<dyn Backend>> 
 /// for leases, as a GPU backend plans it.
 pub type VramEstimate = Arc<dyn Fn(&Srs, u64) -> u64 + Send + Sync>;
 
+/// The most partitions of a circuit a device with the given bytes for leases proves as one
+/// batch, as a GPU backend plans it.
+pub type BatchEstimate = Arc<dyn Fn(&Srs, u64) -> usize + Send + Sync>;
+
 /// NVIDIA GPUs through cudarc. Discovery reads each device's PCI address and UUID (ordinals
 /// are as `CUDA_VISIBLE_DEVICES` made them for this process and are used only right here,
 /// at start-up).
@@ -320,6 +333,7 @@ pub struct CudaDriver {
     opener: Option<GpuOpener>,
     vram: Option<VramEstimate>,
     shared: Option<VramEstimate>,
+    batch: Option<BatchEstimate>,
     depth: usize,
     memory_limit: Option<u64>,
 }
@@ -333,6 +347,7 @@ impl CudaDriver {
             opener,
             vram,
             shared: None,
+            batch: None,
             depth: 2,
             memory_limit: None,
         }
@@ -344,6 +359,13 @@ impl CudaDriver {
     /// every lease reserves the whole estimate.
     pub fn with_shared_vram(mut self, shared: VramEstimate) -> Self {
         self.shared = Some(shared);
+        self
+    }
+
+    /// Sets how many leases of a circuit a GPU may hold to prove as one batch (see
+    /// [`DeviceDriver::lease_batch`]). Without it, no more than the pipeline depth.
+    pub fn with_lease_batch(mut self, batch: BatchEstimate) -> Self {
+        self.batch = Some(batch);
         self
     }
 
@@ -455,6 +477,12 @@ impl DeviceDriver for CudaDriver {
             (Some(_), Some(f)) => f(srs, self.usable_vram(device)).min(self.vram_for(device, srs)),
             _ => 0,
         }
+    }
+
+    fn lease_batch(&self, device: &DeviceInfo, srs: &Srs) -> usize {
+        self.batch
+            .as_ref()
+            .map_or(1, |f| f(srs, self.usable_vram(device)).max(1))
     }
 
     fn usable_vram(&self, device: &DeviceInfo) -> u64 {

@@ -105,8 +105,13 @@ fn gpu_driver(config: &EngineConfig, opener: crate::driver::GpuOpener) -> CudaDr
     let shared = Arc::new(move |srs: &cuzk_engine::Srs, usable: u64| {
         lease_plan(srs, usable, chunk).map_or(0, |p| p.shared)
     });
+    // a streamed circuit's partitions are proved as a batch: a device may hold that many
+    let batch = Arc::new(move |srs: &cuzk_engine::Srs, usable: u64| {
+        lease_plan(srs, usable, chunk).map_or(1, |p| p.batch_limit())
+    });
     CudaDriver::new(Some(opener), Some(vram))
         .with_shared_vram(shared)
+        .with_lease_batch(batch)
         .with_memory_limit(limit)
 }
 

@@ -3,7 +3,9 @@
 //! Owned by the scheduler (`&mut self` everywhere, no interior locking): a lease names a
 //! physical device and reserves VRAM on it. Invariants, checked on every grant:
 //! - I1 exclusivity: at most `max_concurrent` leases are active on a device (1 unless a
-//!   deliberate, VRAM-budgeted pipelining says otherwise);
+//!   deliberate, VRAM-budgeted pipelining says otherwise), or up to a circuit's
+//!   [`SharedVram::batch`] when every active lease there is of that circuit (a GPU proving
+//!   the partitions of a streamed circuit as one batch);
 //! - I2 VRAM: the reservations active on a device never exceed its usable memory.
 //!
 //! A lease's reservation may name a [`SharedVram`] part: the parameters of its circuit, which a
@@ -29,6 +31,10 @@ pub struct SharedVram {
     pub key: u64,
     /// Bytes of the reservation that are the circuit's, not the partition's.
     pub bytes: u64,
+    /// Leases of this circuit a device may hold at once while it holds no other circuit's,
+    /// beyond its `max_concurrent` (the device proves them as one batch; each still
+    /// reserves its own part). At most `max_concurrent` where this is no larger.
+    pub batch: usize,
 }
 
 /// A grant of one device's GPU phase to one partition.
@@ -142,8 +148,25 @@ impl LeaseTable {
         shared: Option<SharedVram>,
     ) -> bool {
         self.devices.get(&device).is_some_and(|s| {
-            s.active.len() < s.max_concurrent
-                && self.reserved_with(s, Some((bytes, shared))) <= s.usable
+            self.has_slot(s, shared) && self.reserved_with(s, Some((bytes, shared))) <= s.usable
+        })
+    }
+
+    /// Whether `slot` may hold one more lease of the circuit `shared` names (I1): below its
+    /// `max_concurrent`, or below the circuit's batch with every active lease of it.
+    fn has_slot(&self, slot: &Slot, shared: Option<SharedVram>) -> bool {
+        let active = slot.active.len();
+        if active < slot.max_concurrent {
+            return true;
+        }
+        shared.is_some_and(|s| {
+            active < s.batch
+                && slot.active.iter().all(|id| {
+                    self.leases
+                        .get(id)
+                        .and_then(|l| l.shared)
+                        .is_some_and(|o| o.key == s.key)
+                })
         })
     }
 
@@ -172,8 +195,8 @@ impl LeaseTable {
             .devices
             .get(&device)
             .ok_or(Error::UnknownDevice(device))?;
-        if slot.active.len() >= slot.max_concurrent {
-            return Err(Error::Busy(device, slot.active[0].0));
+        if !self.has_slot(slot, shared) {
+            return Err(Error::Busy(device, slot.active.first().map_or(0, |l| l.0)));
         }
         let reserved = self.reserved_with(slot, None);
         let after = self.reserved_with(slot, Some((bytes, shared)));
@@ -324,7 +347,11 @@ mod tests {
         let mut t = LeaseTable::new();
         // a WindowPoSt 32 GiB partition on an H200: 56 of parameters, 22 of working memory
         t.add_device(id(6), 137, 3).unwrap();
-        let post = Some(SharedVram { key: 1, bytes: 56 });
+        let post = Some(SharedVram {
+            key: 1,
+            bytes: 56,
+            batch: 1,
+        });
         let a = t.grant_shared(id(6), 1, 0, 78, post).unwrap();
         assert_eq!(t.reserved(id(6)), 78);
         // without the share a second one does not fit (156 > 137); with it, it does
@@ -333,7 +360,11 @@ mod tests {
         let b = t.grant_shared(id(6), 1, 1, 78, post).unwrap();
         assert_eq!(t.reserved(id(6)), 56 + 22 + 22);
         // another circuit pays its own parameters: 100 + 40 > 137
-        let other = Some(SharedVram { key: 2, bytes: 30 });
+        let other = Some(SharedVram {
+            key: 2,
+            bytes: 30,
+            batch: 1,
+        });
         assert!(matches!(
             t.grant_shared(id(6), 2, 0, 40, other),
             Err(Error::NoVram {
@@ -352,10 +383,69 @@ mod tests {
         assert_eq!(t.reserved(id(6)), 0);
         // a share larger than its lease counts as the whole lease
         let d = t
-            .grant_shared(id(6), 3, 0, 10, Some(SharedVram { key: 3, bytes: 50 }))
+            .grant_shared(
+                id(6),
+                3,
+                0,
+                10,
+                Some(SharedVram {
+                    key: 3,
+                    bytes: 50,
+                    batch: 1,
+                }),
+            )
             .unwrap();
         assert_eq!(d.shared.map(|s| s.bytes), Some(10));
         assert_eq!(t.reserved(id(6)), 10);
+    }
+
+    /// A streamed circuit's leases go past the pipeline depth up to its batch while the
+    /// device holds nothing else, each paying its own part; another circuit's lease still
+    /// waits for the depth.
+    #[test]
+    fn a_batched_circuit_goes_past_the_depth_alone() {
+        let mut t = LeaseTable::new();
+        t.add_device(id(6), 100, 2).unwrap();
+        let streamed = Some(SharedVram {
+            key: 7,
+            bytes: 40,
+            batch: 4,
+        });
+        let leases: Vec<_> = (0..4)
+            .map(|p| t.grant_shared(id(6), 1, p, 50, streamed).unwrap())
+            .collect();
+        assert_eq!(t.reserved(id(6)), 40 + 4 * 10);
+        // the batch is full, though memory is left
+        assert!(!t.can_grant_shared(id(6), 50, streamed));
+        assert!(matches!(
+            t.grant_shared(id(6), 1, 4, 50, streamed),
+            Err(Error::Busy(..))
+        ));
+        // another circuit, or none named, waits for the depth
+        t.release(leases[0].id).unwrap();
+        t.release(leases[1].id).unwrap();
+        assert!(!t.can_grant(id(6), 1));
+        let other = Some(SharedVram {
+            key: 8,
+            bytes: 1,
+            batch: 4,
+        });
+        assert!(!t.can_grant_shared(id(6), 1, other));
+        // a third lease of the batched circuit, with another circuit's lease active: the
+        // depth holds
+        t.release(leases[2].id).unwrap();
+        let o = t.grant_shared(id(6), 2, 0, 1, other).unwrap();
+        assert!(!t.can_grant_shared(id(6), 50, streamed));
+        t.release(o.id).unwrap();
+        // memory still bounds a batch: 40 + 6 x 10 > 100
+        let six = Some(SharedVram {
+            batch: 8,
+            ..streamed.unwrap()
+        });
+        let granted = (0..8)
+            .filter(|&p| t.grant_shared(id(6), 3, p, 50, six).is_ok())
+            .count();
+        assert_eq!(granted, 5, "one lease held, five more fit 100 bytes");
     }
 
     #[test]
@@ -381,12 +471,13 @@ mod tests {
                 let d = id((next() % 3) as u32);
                 let bytes = next() % 700;
                 // a third of the leases plain, the others of circuit 1 or 2, whose share is
-                // up to all of the lease
+                // up to all of the lease; circuit 2 is proved in batches of up to 4
                 let shared = match next() % 3 {
                     0 => None,
                     k => Some(SharedVram {
                         key: k,
                         bytes: next() % (bytes + 1),
+                        batch: if k == 2 { 4 } else { 1 },
                     }),
                 };
                 let could = t.can_grant_shared(d, bytes, shared);
@@ -399,7 +490,12 @@ mod tests {
             for d in 0..3u32 {
                 let dev = id(d);
                 let active = t.active_on(dev);
-                assert!(active.len() <= 1 + d as usize, "I1 broken at step {step}");
+                // I1: the pipeline depth, or a batch of circuit 2 alone
+                let batch_of_2 = active.iter().all(|l| l.shared.is_some_and(|s| s.key == 2));
+                assert!(
+                    active.len() <= 1 + d as usize || (batch_of_2 && active.len() <= 4),
+                    "I1 broken at step {step}"
+                );
                 // each lease's own part, and each circuit's share once (the largest)
                 let own: u64 = active
                     .iter()

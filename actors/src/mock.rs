@@ -271,6 +271,10 @@ impl DeviceDriver for MockDriver {
     fn pipeline_depth(&self, device: &DeviceInfo) -> usize {
         self.spec(device.id).map_or(1, |d| d.depth.max(1))
     }
+
+    fn lease_batch(&self, device: &DeviceInfo, _srs: &Srs) -> usize {
+        self.spec(device.id).map_or(1, |d| d.batch.max(1))
+    }
 }
 
 struct MockWorker {

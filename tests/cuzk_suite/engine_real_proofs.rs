@@ -362,6 +362,9 @@ impl cuzk::actors::DeviceDriver for BudgetedMock {
     fn pipeline_depth(&self, device: &cuzk::actors::DeviceInfo) -> usize {
         self.mock.pipeline_depth(device)
     }
+    fn lease_batch(&self, device: &cuzk::actors::DeviceInfo, srs: &cuzk::Srs) -> usize {
+        self.cuda.lease_batch(device, srs)
+    }
 }
 
 /// Device memory budgets as a GPU's leases see them: a budget that holds a partition only
@@ -454,9 +457,9 @@ fn device_memory_budgets_admit_streamed_partitions_and_refuse_what_cannot_fit() 
 
 /// Streamed partitions of one circuit that a device holds leases for are proved as one batch
 /// (which, on a GPU, walks each chunk of the L, A and B bases once for all of them): a device
-/// that may hold four leases and batch four, held up on its first partition, gets the next
-/// ones granted meanwhile (each lease reserving the shared working memory once and its own
-/// share) and proves them together; every proof verifies.
+/// whose pipeline depth is 1 but which batches four, held up on its first partition, gets
+/// the next ones granted meanwhile, past its depth (each lease reserving the shared working
+/// memory once and its own share), and proves them together; every proof verifies.
 #[test]
 fn streamed_partitions_a_device_holds_are_proved_as_one_batch() {
     let _cores = support::cores_shared();
@@ -469,7 +472,7 @@ fn streamed_partitions_a_device_holds_are_proved_as_one_batch() {
     let chunk = 64;
     let plan = cuzk::cuda::lease_plan(&srs, u64::MAX, Some(chunk)).expect("plan");
     let mut dev = MockDevice::new(7);
-    dev.depth = 4;
+    dev.depth = 1;
     dev.batch = 4;
     dev.hang_on = Some(1);
     dev.hang_for = Duration::from_secs(3);

@@ -12,10 +12,13 @@
 //! attempt at a time, on this thread.
 //!
 //! Batches: where the worker proves several partitions of a circuit best together
-//! ([`DeviceWorker::batch_limit`]: a GPU streaming the circuit's parameters), the actor waits
-//! for the answers to its outstanding pulls, then hands every lease it holds of that circuit,
-//! up to the limit, to one [`DeviceWorker::prove_batch`], and reports each partition as it
-//! would alone.
+//! ([`DeviceWorker::batch_limit`]: a GPU streaming the circuit's parameters), the actor asks
+//! for that many leases once it is sent one of the circuit's (past its pipeline depth: the
+//! lease table lets a device hold a batch of one circuit, [`crate::SharedVram::batch`]),
+//! waits for the answers to its outstanding pulls, then hands every lease it holds of that
+//! circuit, up to the limit, to one [`DeviceWorker::prove_batch`], and reports each
+//! partition as it would alone. A batch holds what was granted by then: partitions
+//! synthesized later make the next one.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -54,8 +57,10 @@ pub(crate) struct DeviceActor {
     /// or the pool could not be started: proofs are then checked on the device's thread.
     verifier: Option<rayon::ThreadPool>,
     lost: bool,
-    /// Leases the device may hold at once (the driver's pipeline depth).
-    depth: usize,
+    /// Leases the device asks to hold at once: the driver's pipeline depth, raised to the
+    /// batch limit of the circuits it has been sent (a streamed circuit's partitions are
+    /// proved as one batch; the lease table lets a device hold that many of one circuit).
+    want: usize,
     /// Leases granted and not yet proved, in the order granted.
     queue: VecDeque<Run>,
     /// Pulls sent that the scheduler has not acknowledged (`PullHandled`) yet. A `Run` does
@@ -111,7 +116,7 @@ impl DeviceActor {
                         verify,
                         verifier: None,
                         lost: false,
-                        depth: 1,
+                        want: 1,
                         queue: VecDeque::new(),
                         unanswered: 0,
                         process_queued: false,
@@ -339,8 +344,8 @@ impl Actor for DeviceActor {
                         })
                         .ok();
                 }
-                self.depth = self.driver.pipeline_depth(&self.info).max(1);
-                for _ in 0..self.depth {
+                self.want = self.driver.pipeline_depth(&self.info).max(1);
+                for _ in 0..self.want {
                     self.pull();
                 }
             }
@@ -366,6 +371,12 @@ impl Handler<Run> for DeviceActor {
     type Result = ();
 
     fn handle(&mut self, run: Run, ctx: &mut Self::Context) {
+        // a circuit proved in batches: ask for as many of its leases as a batch holds
+        let limit = self.batch_limit(&run);
+        while self.want < limit && !self.lost {
+            self.want += 1;
+            self.pull();
+        }
         self.queue.push_back(run);
         self.schedule(ctx);
     }
@@ -412,7 +423,7 @@ impl Handler<Process> for DeviceActor {
 
     fn handle(&mut self, _msg: Process, ctx: &mut Self::Context) {
         self.process_queued = false;
-        if self.depth > 1 && self.queue.len() < self.depth && self.unanswered > 0 && !self.lost {
+        if self.want > 1 && self.queue.len() < self.want && self.unanswered > 0 && !self.lost {
             return; // the answer to an outstanding Pull schedules us again
         }
         let Some(run) = self.queue.pop_front() else {
@@ -463,13 +474,19 @@ impl DeviceActor {
         }
     }
 
+    /// How many partitions of `run`'s circuit the worker proves as one batch
+    /// ([`DeviceWorker::batch_limit`]; 1 for a lost device or a simulated partition).
+    fn batch_limit(&self, run: &Run) -> usize {
+        match (&self.worker, &run.work.payload) {
+            (Some(w), Payload::Proof { srs, .. }) if !self.lost => w.batch_limit(srs).max(1),
+            _ => 1,
+        }
+    }
+
     /// `first` with the queued leases of the same circuit, up to what the worker proves as
     /// one batch ([`DeviceWorker::batch_limit`]; other leases keep their order).
     fn batch_with(&mut self, first: Run) -> Vec<Run> {
-        let limit = match (&self.worker, &first.work.payload) {
-            (Some(w), Payload::Proof { srs, .. }) if !self.lost => w.batch_limit(srs),
-            _ => 1,
-        };
+        let limit = self.batch_limit(&first);
         let circuit = match &first.work.payload {
             Payload::Proof { srs, .. } => Some(srs.id()),
             Payload::Simulated { .. } => None,

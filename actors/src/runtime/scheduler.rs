@@ -528,17 +528,26 @@ impl SchedulerActor {
                 let driver = self.setup.driver.as_ref();
                 let vram = vram_for(&srs, &self.devices, driver);
                 // the circuit's share of it: the smallest any device names, so that no
-                // device reserves less than its own estimate
-                let shared = self
+                // device reserves less than its own estimate; and the most leases of it a
+                // device may hold to prove as a batch: the largest any device names (a
+                // device asks for no more leases than its worker batches)
+                let bytes = self
                     .devices
                     .values()
                     .map(|s| driver.vram_shared_for(&s.info, &srs))
                     .min()
-                    .filter(|&b| b > 0)
-                    .map(|bytes| SharedVram {
-                        key: srs.id(),
-                        bytes,
-                    });
+                    .unwrap_or(0);
+                let batch = self
+                    .devices
+                    .values()
+                    .map(|s| driver.lease_batch(&s.info, &srs))
+                    .max()
+                    .unwrap_or(1);
+                let shared = (bytes > 0 || batch > 1).then(|| SharedVram {
+                    key: srs.id(),
+                    bytes,
+                    batch,
+                });
                 Self::preload_devices(&mut self.preloaded, &self.devices, &srs);
                 *slot = Some(srs);
                 *rslot = r1cs;

@@ -503,9 +503,23 @@ fn a_second_lease_of_a_circuit_reserves_only_its_working_memory() {
     t.add_device(dev(1), 137, 2).unwrap();
     let mut core: SchedulerCore<u32> = SchedulerCore::new(t, limits());
     let post = core.submit(spec(3)).unwrap();
-    core.set_shared_vram(post, SharedVram { key: 7, bytes: 56 });
+    core.set_shared_vram(
+        post,
+        SharedVram {
+            key: 7,
+            bytes: 56,
+            batch: 1,
+        },
+    );
     let other = core.submit(spec(1)).unwrap();
-    core.set_shared_vram(other, SharedVram { key: 8, bytes: 56 });
+    core.set_shared_vram(
+        other,
+        SharedVram {
+            key: 8,
+            bytes: 56,
+            batch: 1,
+        },
+    );
     let l1 = core.next_for(dev(1), now).unwrap();
     let l2 = core.next_for(dev(1), now).expect("56 + 22 + 22 <= 137");
     assert_eq!((l1.job, l2.job, l2.partition), (post, post, 1));
@@ -534,4 +548,59 @@ fn a_second_lease_of_a_circuit_reserves_only_its_working_memory() {
         core.take_outcome(post),
         Some(JobOutcome::Completed(vec![1, 2, 3]))
     );
+}
+
+/// A circuit proved in batches (a GPU streaming its parameters) is leased past the device's
+/// pipeline depth, up to its batch, while the device holds nothing else: ten partitions of a
+/// 32 GiB PoRep C2 on a 16 GiB budget, each reserving its share beside the working memory
+/// the circuit's leases share. Another circuit waits for the depth again.
+#[test]
+fn a_batched_circuit_is_leased_past_the_pipeline_depth() {
+    let now = Instant::now();
+    let mut t = LeaseTable::new();
+    // 16 units usable: 12 of shared working memory, 0.4 a partition's share (in tenths)
+    t.add_device(dev(1), 160, 2).unwrap();
+    let mut core: SchedulerCore<u32> = SchedulerCore::new(t, limits());
+    let spec = |partitions| JobSpec {
+        priority: Priority::Normal,
+        partitions,
+        vram_per_partition: 124,
+    };
+    let c2 = core.submit(spec(12)).unwrap();
+    core.set_shared_vram(
+        c2,
+        SharedVram {
+            key: 7,
+            bytes: 120,
+            batch: 10,
+        },
+    );
+    let other = core
+        .submit(JobSpec {
+            vram_per_partition: 30,
+            ..spec(1)
+        })
+        .unwrap();
+    let leases: Vec<_> = std::iter::from_fn(|| core.next_for(dev(1), now)).collect();
+    assert_eq!(leases.len(), 10, "a batch of ten, past the depth of two");
+    assert!(leases.iter().all(|l| l.job == c2));
+    assert_eq!(core.leases().reserved(dev(1)), 120 + 10 * 4);
+    for l in &leases[..9] {
+        assert_eq!(core.complete(l.id, Ok(0)), Completion::Accepted);
+    }
+    // the C2's last two partitions join the one left (first in submission order); the other
+    // job's lease waits until the device holds fewer than its depth of two
+    let rest: Vec<_> = std::iter::from_fn(|| core.next_for(dev(1), now)).collect();
+    assert_eq!(
+        rest.iter()
+            .map(|l| (l.job, l.partition))
+            .collect::<Vec<_>>(),
+        vec![(c2, 10), (c2, 11)]
+    );
+    assert_eq!(core.complete(leases[9].id, Ok(0)), Completion::Accepted);
+    assert_eq!(core.complete(rest[0].id, Ok(0)), Completion::Accepted);
+    let last = core
+        .next_for(dev(1), now)
+        .expect("one C2 lease held: under the depth");
+    assert_eq!(last.job, other);
 }

@@ -86,6 +86,17 @@ pub struct LeasePlan {
     pub shared: u64,
 }
 
+impl LeasePlan {
+    /// Most partitions of the circuit a device proves as one batch: [`MAX_BATCH`] where its
+    /// parameters stream (the batch shares each transfer), else 1.
+    pub fn batch_limit(&self) -> usize {
+        match self.residency {
+            Residency::Streamed { .. } => MAX_BATCH,
+            Residency::Resident => 1,
+        }
+    }
+}
+
 /// The plan for `srs`'s partitions on a device with `usable` bytes for leases (see
 /// [`usable_memory`]); `chunk` forces streaming in chunks of that many G1 points. `Err`
 /// carries the fewest bytes a partition would need (streamed, smallest chunk).
@@ -853,13 +864,7 @@ impl Backend for CudaBackend {
     }
 
     fn batch_limit(&self, srs: &Srs) -> usize {
-        match self.plan(srs) {
-            Ok(LeasePlan {
-                residency: Residency::Streamed { .. },
-                ..
-            }) => MAX_BATCH,
-            _ => 1,
-        }
+        self.plan(srs).map_or(1, |p| p.batch_limit())
     }
 
     fn prove_batch(&mut self, srs: &Srs, batch: Vec<BatchItem>) -> Result<Vec<Proof<Bls12>>> {
