@@ -51,6 +51,9 @@ fn run_ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
 #[test]
 fn gen_prove_verify_round_trip_and_tampered_proof_fails() {
     let _cores = support::cores_shared();
+    // the kinds it proves: their parameters, whatever the other tests made before it
+    support::store_with(cuzk::ProofKind::WindowPost);
+    support::store_with(cuzk::ProofKind::WinningPost);
     let dir = tempfile::tempdir().unwrap();
     run_ok(&[&"gen", &"--out", &dir.path()]);
     let req = dir.path().join("window-post-2KiB.json");
