@@ -136,18 +136,30 @@ impl WindowPlan {
     /// plan as before ([`window_bits`], ceil(256 / c) windows); Filecoin's witnesses, mostly
     /// 0 and 1, get fewer windows.
     pub fn choose(hist: &[u32], n: usize) -> Option<WindowPlan> {
+        Self::choose_chunked(hist, n, n)
+    }
+
+    /// The plan for one chunk of `n` scalars (`hist` their bit lengths) of an MSM of `total`
+    /// points whose chunks add to one set of bucket sums ([`GpuDevice::msm_chunked`],
+    /// [`GpuDevice::msm_streamed`]): the windows' running sums are paid once for all the
+    /// chunks, so the chunk's digits weigh `total / n` times, and the width may reach
+    /// [`window_bits`]`(min(total, MAX_CHUNK))`, as [`msm_chunk_scratch_bytes`] counts.
+    /// A 2^27-point H MSM streamed in chunks of 2^21 then takes the 13 windows of a 2^26
+    /// chunk instead of a 2^21 chunk's 16. With `total == n`, [`WindowPlan::choose`].
+    pub fn choose_chunked(hist: &[u32], n: usize, total: usize) -> Option<WindowPlan> {
         let max_bits = hist.iter().rposition(|&h| h > 0).filter(|&b| b > 0)? as u32;
-        let widest = window_bits(n);
+        let widest = window_bits(total.max(n).min(MAX_CHUNK));
+        let (n, total) = (n.max(1) as u128, total.max(n) as u128);
         (8..=widest)
             .map(|c| {
                 // a window's raw value is below 2^(c-1) in the top window, so its carry fits
                 let windows = (max_bits + 1).div_ceil(c);
-                let digits: u64 = hist
+                let digits: u128 = hist
                     .iter()
                     .enumerate()
-                    .map(|(b, &h)| u64::from(h) * (b as u64).div_ceil(u64::from(c)))
+                    .map(|(b, &h)| u128::from(h) * (b as u128).div_ceil(u128::from(c)))
                     .sum();
-                let cost = digits + 3 * u64::from(windows) * (1u64 << (c - 1));
+                let cost = digits * total / n + 3 * u128::from(windows) * (1u128 << (c - 1));
                 (cost, WindowPlan { c, windows })
             })
             .min_by_key(|&(cost, p)| (cost, std::cmp::Reverse(p.c)))
@@ -569,7 +581,7 @@ impl GpuDevice {
             let points = range.start + start..range.start + end;
             let s = scalars.view(from + start..from + end);
             let mut marks = marks(self, C::NAME, end - start);
-            if let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? {
+            if let Some(lists) = self.bucket_lists::<C>(s, range.len(), &mut marks)? {
                 let b = match (&bases, slot) {
                     (Source::Device(buf), _) => buf.view(points.clone()),
                     (Source::Host(_, ring), Some(slot)) => ring.view(slot, points.len()),
@@ -623,7 +635,7 @@ impl GpuDevice {
             });
         }
         let mut marks = marks(self, "sort", len);
-        let lists = self.bucket_lists::<G1>(scalars.view(range), &mut marks)?;
+        let lists = self.bucket_lists::<G1>(scalars.view(range), len, &mut marks)?;
         Ok(SortedScalars { pci, len, lists })
     }
 
@@ -659,16 +671,19 @@ impl GpuDevice {
         }
     }
 
-    /// Steps 1-5 of one chunk (see msm.cu): the scalars' window plan and their bucket lists,
-    /// or `None` when every scalar is zero. Independent of the curve; `C` picks the module
+    /// Steps 1-5 of one chunk (see msm.cu) of an MSM of `total` points: the scalars' window
+    /// plan ([`WindowPlan::choose_chunked`]) and their bucket lists, or `None` when every
+    /// scalar is zero. Independent of the curve; `C` picks the module
     /// whose copy of the sorting kernels runs.
     fn bucket_lists<C: MsmCurve>(
         &self,
         scalars: CudaView<'_, FrRaw>,
+        total: usize,
         marks: &mut Steps,
     ) -> Result<Option<BucketLists>> {
         let n = scalars.len();
-        let Some((canon, WindowPlan { c, windows: nw })) = self.window_plan::<C>(scalars, marks)?
+        let Some((canon, WindowPlan { c, windows: nw })) =
+            self.window_plan::<C>(scalars, total, marks)?
         else {
             return Ok(None); // every scalar is zero
         };
@@ -703,10 +718,12 @@ impl GpuDevice {
     }
 
     /// Step 1: the scalars as canonical integers (transposed, as the later steps read
-    /// them) and the window plan their bit lengths give; `None` when every scalar is zero.
+    /// them) and the window plan their bit lengths give for a chunk of an MSM of `total`
+    /// points; `None` when every scalar is zero.
     fn window_plan<C: MsmCurve>(
         &self,
         scalars: CudaView<'_, FrRaw>,
+        total: usize,
         marks: &mut Steps,
     ) -> Result<Option<(CudaSlice<FrRaw>, WindowPlan)>> {
         let n = scalars.len();
@@ -723,7 +740,7 @@ impl GpuDevice {
         // u32 n, u32* hist[257] zeroed).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
         let bit_hist = self.read_back(&bit_hist, "reading the scalars' bit lengths")?;
-        let Some(plan) = WindowPlan::choose(&bit_hist, n) else {
+        let Some(plan) = WindowPlan::choose_chunked(&bit_hist, n, total) else {
             return Ok(None);
         };
         marks.mark(self, "scalars");
@@ -1206,28 +1223,38 @@ impl GpuDevice {
 }
 
 /// An upper bound, in bytes, on the device memory one MSM of `n` points over curve `C`
-/// allocates besides its bases and scalars: the sum of every scratch buffer of one chunk of
-/// `min(n, MAX_CHUNK)` points (the peak is lower: buffers are freed between steps). Chunks
-/// run one after another, so larger `n` needs no more: the bucket sums a chunk hands to the
-/// next are one of the buffers summed here, and the next chunk allocates no buckets of its own.
+/// allocates besides its bases and scalars: [`msm_chunk_scratch_bytes`] with chunks of
+/// [`MAX_CHUNK`].
 pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
-    let n = n.min(MAX_CHUNK) as u64;
-    if n == 0 {
+    msm_chunk_scratch_bytes::<C>(n, MAX_CHUNK)
+}
+
+/// An upper bound, in bytes, on the device memory one MSM of `n` points over curve `C` in
+/// chunks of `chunk` points allocates besides its bases and scalars: the sum of every
+/// scratch buffer of one chunk (the peak is lower: buffers are freed between steps), with
+/// the buckets of the widest plan the MSM may pick ([`WindowPlan::choose_chunked`]: that of
+/// `min(n, MAX_CHUNK)` points). Chunks run one after another, so more of them need no more:
+/// the bucket sums a chunk hands to the next are one of the buffers summed here, and the
+/// next chunk allocates no buckets of its own.
+pub fn msm_chunk_scratch_bytes<C: MsmCurve>(n: usize, chunk: usize) -> u64 {
+    let width_n = n.min(MAX_CHUNK);
+    let chunk = chunk.min(width_n) as u64;
+    if chunk == 0 {
         return 0;
     }
-    // The widest plan WindowPlan::choose may pick has the most buckets (windows x 2^(c-1)
-    // grows with c from 8 up); the plan it picks costs no more than that plan, so its digits
-    // are at most that plan's cost, and signed recoding adds at most one carry digit per
-    // scalar.
-    let c = window_bits(n as usize);
+    // The widest plan WindowPlan::choose_chunked may pick has the most buckets (windows x
+    // 2^(c-1) grows with c from 8 up); the plan it picks costs no more than that plan, so a
+    // chunk's digits are at most that plan's (with its buckets' cost), and signed recoding
+    // adds at most one carry digit per scalar.
+    let c = window_bits(width_n);
     let nw = u64::from(256u32.div_ceil(c));
     let nbuckets = nw << (c - 1);
-    let entries = n * nw + 3 * nbuckets + n;
+    let entries = chunk * nw + 3 * nbuckets + chunk;
     // the accumulation's runs of k >= 4 * entries / buckets entries: at most buckets / 4 + 1
     // runs, two piece slots each (the bound keeps the former per-bucket parts' 1.25 buckets)
     let nparts = nbuckets + nbuckets / 4 + 1;
     let xyzz = C::XYZZ_LIMBS as u64 * 8;
-    let canon = n * 32;
+    let canon = chunk * 32;
     let counts_offsets_cursor = (3 * nbuckets + 1) * 4;
     let scan_scratch = (2 * nbuckets.div_ceil(8192) + 2) * 4;
     // the bucket lists, and the bucket's low bits of each binned entry (bin_shift)
@@ -1407,6 +1434,40 @@ mod tests {
             assert_eq!(p.c, window_bits(n), "n=2^{log}");
             assert_eq!(p.windows, 256u32.div_ceil(p.c), "n=2^{log}");
         }
+    }
+
+    #[test]
+    fn chunks_of_a_larger_msm_take_its_width() {
+        // a 2^27-point MSM of random scalars in chunks of 2^21: the plan of a 2^26 chunk
+        let n = 1usize << 21;
+        let h = hist_of(&[
+            (255, (n / 2) as u32),
+            (254, (n / 4) as u32),
+            (253, (n / 4) as u32),
+        ]);
+        let alone = WindowPlan::choose(&h, n).unwrap();
+        let chunked = WindowPlan::choose_chunked(&h, n, 1 << 27).unwrap();
+        assert_eq!(chunked.c, window_bits(1 << 26));
+        assert!(chunked.windows < alone.windows, "{chunked:?} {alone:?}");
+        // a whole MSM in one chunk: the plain plan
+        assert_eq!(WindowPlan::choose_chunked(&h, n, n), Some(alone));
+        // the scratch bound counts the wider plan's buckets, a chunk's entries
+        let wide = msm_chunk_scratch_bytes::<G1>(1 << 27, n);
+        assert!(wide > msm_scratch_bytes::<G1>(n));
+        assert!(wide < msm_scratch_bytes::<G1>(1 << 26));
+        assert_eq!(
+            msm_chunk_scratch_bytes::<G1>(n, 1 << 26),
+            msm_scratch_bytes::<G1>(n)
+        );
+        // witness-shaped chunks (mostly 0 and 1, a few full width) still fit the bound: the
+        // plan is no wider than window_bits(2^26)
+        let w = hist_of(&[
+            (0, (n / 2) as u32),
+            (1, (n * 47 / 100) as u32),
+            (255, (n * 3 / 100) as u32),
+        ]);
+        let p = WindowPlan::choose_chunked(&w, n, 130_000_000).unwrap();
+        assert!(p.c <= window_bits(MAX_CHUNK));
     }
 
     #[test]
