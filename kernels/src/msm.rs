@@ -118,6 +118,19 @@ pub fn window_bits(n: usize) -> u32 {
         .unwrap_or(16)
 }
 
+/// Chunks whose points a chunk's widest plan may be made for ([`plan_points`]).
+const PLAN_CHUNKS: usize = 4;
+
+/// The points whose [`window_bits`] caps the window width of the chunks of an MSM of `total`
+/// points in chunks of `chunk`: the whole MSM's (up to [`MAX_CHUNK`]), but no more than
+/// [`PLAN_CHUNKS`] chunks', so that the bucket sums the chunks share stay near a chunk's
+/// bases in size (a 2^21-point chunk of a 2^27-point MSM: c = 19, 14 windows, about 3 GiB of
+/// G1 scratch at most, which a 16 GiB budget's largest phase has room for; c = 20 would
+/// take 6).
+pub fn plan_points(total: usize, chunk: usize) -> usize {
+    total.min(chunk.saturating_mul(PLAN_CHUNKS)).min(MAX_CHUNK)
+}
+
 /// Window width and count of one MSM, chosen from its scalars' bit lengths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowPlan {
@@ -136,19 +149,25 @@ impl WindowPlan {
     /// plan as before ([`window_bits`], ceil(256 / c) windows); Filecoin's witnesses, mostly
     /// 0 and 1, get fewer windows.
     pub fn choose(hist: &[u32], n: usize) -> Option<WindowPlan> {
-        Self::choose_chunked(hist, n, n)
+        Self::choose_chunked(hist, n, n, n)
     }
 
     /// The plan for one chunk of `n` scalars (`hist` their bit lengths) of an MSM of `total`
-    /// points whose chunks add to one set of bucket sums ([`GpuDevice::msm_chunked`],
-    /// [`GpuDevice::msm_streamed`]): the windows' running sums are paid once for all the
-    /// chunks, so the chunk's digits weigh `total / n` times, and the width may reach
-    /// [`window_bits`]`(min(total, MAX_CHUNK))`, as [`msm_chunk_scratch_bytes`] counts.
-    /// A 2^27-point H MSM streamed in chunks of 2^21 then takes the 13 windows of a 2^26
-    /// chunk instead of a 2^21 chunk's 16. With `total == n`, [`WindowPlan::choose`].
-    pub fn choose_chunked(hist: &[u32], n: usize, total: usize) -> Option<WindowPlan> {
+    /// points in chunks of `chunk` whose chunks add to one set of bucket sums
+    /// ([`GpuDevice::msm_chunked`], [`GpuDevice::msm_streamed`]): the windows' running sums
+    /// are paid once for all the chunks, so the chunk's digits weigh `total / n` times, and
+    /// the width may reach that of [`plan_points`]`(total, chunk)` points, as
+    /// [`msm_chunk_scratch_bytes`] counts. A 2^27-point H MSM streamed in chunks of 2^21
+    /// then takes 14 windows instead of a 2^21-point MSM's 16. With `total == n == chunk`,
+    /// [`WindowPlan::choose`].
+    pub fn choose_chunked(
+        hist: &[u32],
+        n: usize,
+        total: usize,
+        chunk: usize,
+    ) -> Option<WindowPlan> {
         let max_bits = hist.iter().rposition(|&h| h > 0).filter(|&b| b > 0)? as u32;
-        let widest = window_bits(total.max(n).min(MAX_CHUNK));
+        let widest = window_bits(plan_points(total.max(n), chunk.max(n)));
         let (n, total) = (n.max(1) as u128, total.max(n) as u128);
         (8..=widest)
             .map(|c| {
@@ -581,7 +600,7 @@ impl GpuDevice {
             let points = range.start + start..range.start + end;
             let s = scalars.view(from + start..from + end);
             let mut marks = marks(self, C::NAME, end - start);
-            if let Some(lists) = self.bucket_lists::<C>(s, range.len(), &mut marks)? {
+            if let Some(lists) = self.bucket_lists::<C>(s, (range.len(), chunk), &mut marks)? {
                 let b = match (&bases, slot) {
                     (Source::Device(buf), _) => buf.view(points.clone()),
                     (Source::Host(_, ring), Some(slot)) => ring.view(slot, points.len()),
@@ -635,7 +654,7 @@ impl GpuDevice {
             });
         }
         let mut marks = marks(self, "sort", len);
-        let lists = self.bucket_lists::<G1>(scalars.view(range), len, &mut marks)?;
+        let lists = self.bucket_lists::<G1>(scalars.view(range), (len, len), &mut marks)?;
         Ok(SortedScalars { pci, len, lists })
     }
 
@@ -671,19 +690,20 @@ impl GpuDevice {
         }
     }
 
-    /// Steps 1-5 of one chunk (see msm.cu) of an MSM of `total` points: the scalars' window
+    /// Steps 1-5 of one chunk (see msm.cu) of an MSM of `total` points in chunks of `chunk`:
+    /// the scalars' window
     /// plan ([`WindowPlan::choose_chunked`]) and their bucket lists, or `None` when every
     /// scalar is zero. Independent of the curve; `C` picks the module
     /// whose copy of the sorting kernels runs.
     fn bucket_lists<C: MsmCurve>(
         &self,
         scalars: CudaView<'_, FrRaw>,
-        total: usize,
+        (total, chunk): (usize, usize),
         marks: &mut Steps,
     ) -> Result<Option<BucketLists>> {
         let n = scalars.len();
         let Some((canon, WindowPlan { c, windows: nw })) =
-            self.window_plan::<C>(scalars, total, marks)?
+            self.window_plan::<C>(scalars, (total, chunk), marks)?
         else {
             return Ok(None); // every scalar is zero
         };
@@ -719,11 +739,11 @@ impl GpuDevice {
 
     /// Step 1: the scalars as canonical integers (transposed, as the later steps read
     /// them) and the window plan their bit lengths give for a chunk of an MSM of `total`
-    /// points; `None` when every scalar is zero.
+    /// points in chunks of `chunk`; `None` when every scalar is zero.
     fn window_plan<C: MsmCurve>(
         &self,
         scalars: CudaView<'_, FrRaw>,
-        total: usize,
+        (total, chunk): (usize, usize),
         marks: &mut Steps,
     ) -> Result<Option<(CudaSlice<FrRaw>, WindowPlan)>> {
         let n = scalars.len();
@@ -740,7 +760,7 @@ impl GpuDevice {
         // u32 n, u32* hist[257] zeroed).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
         let bit_hist = self.read_back(&bit_hist, "reading the scalars' bit lengths")?;
-        let Some(plan) = WindowPlan::choose_chunked(&bit_hist, n, total) else {
+        let Some(plan) = WindowPlan::choose_chunked(&bit_hist, n, total, chunk) else {
             return Ok(None);
         };
         marks.mark(self, "scalars");
@@ -1233,12 +1253,12 @@ pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
 /// chunks of `chunk` points allocates besides its bases and scalars: the sum of every
 /// scratch buffer of one chunk (the peak is lower: buffers are freed between steps), with
 /// the buckets of the widest plan the MSM may pick ([`WindowPlan::choose_chunked`]: that of
-/// `min(n, MAX_CHUNK)` points). Chunks run one after another, so more of them need no more:
+/// [`plan_points`]`(n, chunk)` points). Chunks run one after another, so more of them need no more:
 /// the bucket sums a chunk hands to the next are one of the buffers summed here, and the
 /// next chunk allocates no buckets of its own.
 pub fn msm_chunk_scratch_bytes<C: MsmCurve>(n: usize, chunk: usize) -> u64 {
-    let width_n = n.min(MAX_CHUNK);
-    let chunk = chunk.min(width_n) as u64;
+    let width_n = plan_points(n, chunk.max(1));
+    let chunk = chunk.min(n).min(MAX_CHUNK) as u64;
     if chunk == 0 {
         return 0;
     }
@@ -1438,7 +1458,7 @@ mod tests {
 
     #[test]
     fn chunks_of_a_larger_msm_take_its_width() {
-        // a 2^27-point MSM of random scalars in chunks of 2^21: the plan of a 2^26 chunk
+        // a 2^27-point MSM of random scalars in chunks of 2^21: the plan of 2^23 points
         let n = 1usize << 21;
         let h = hist_of(&[
             (255, (n / 2) as u32),
@@ -1446,28 +1466,34 @@ mod tests {
             (253, (n / 4) as u32),
         ]);
         let alone = WindowPlan::choose(&h, n).unwrap();
-        let chunked = WindowPlan::choose_chunked(&h, n, 1 << 27).unwrap();
-        assert_eq!(chunked.c, window_bits(1 << 26));
-        assert!(chunked.windows < alone.windows, "{chunked:?} {alone:?}");
-        // a whole MSM in one chunk: the plain plan
-        assert_eq!(WindowPlan::choose_chunked(&h, n, n), Some(alone));
+        let chunked = WindowPlan::choose_chunked(&h, n, 1 << 27, n).unwrap();
+        assert_eq!(plan_points(1 << 27, n), 1 << 23);
+        assert_eq!(chunked.c, window_bits(1 << 23));
+        assert_eq!((alone.windows, chunked.windows), (16, 14));
+        // a whole MSM in one chunk: the plain plan; chunks of 2^26: their own width
+        assert_eq!(WindowPlan::choose_chunked(&h, n, n, n), Some(alone));
+        assert_eq!(plan_points(1 << 27, 1 << 26), MAX_CHUNK);
         // the scratch bound counts the wider plan's buckets, a chunk's entries
         let wide = msm_chunk_scratch_bytes::<G1>(1 << 27, n);
         assert!(wide > msm_scratch_bytes::<G1>(n));
         assert!(wide < msm_scratch_bytes::<G1>(1 << 26));
+        assert!(wide < 4 << 30, "{wide}");
         assert_eq!(
             msm_chunk_scratch_bytes::<G1>(n, 1 << 26),
             msm_scratch_bytes::<G1>(n)
         );
-        // witness-shaped chunks (mostly 0 and 1, a few full width) still fit the bound: the
-        // plan is no wider than window_bits(2^26)
+        // a shorter last chunk plans for the same width
+        let last = WindowPlan::choose_chunked(&h, n - 5, 1 << 27, n).unwrap();
+        assert_eq!(last.c, chunked.c);
+        // witness-shaped chunks (mostly 0 and 1, a few full width) stay within the bound's
+        // width
         let w = hist_of(&[
             (0, (n / 2) as u32),
             (1, (n * 47 / 100) as u32),
             (255, (n * 3 / 100) as u32),
         ]);
-        let p = WindowPlan::choose_chunked(&w, n, 130_000_000).unwrap();
-        assert!(p.c <= window_bits(MAX_CHUNK));
+        let p = WindowPlan::choose_chunked(&w, n, 130_000_000, n).unwrap();
+        assert!(p.c <= window_bits(1 << 23));
     }
 
     #[test]

@@ -226,13 +226,15 @@ pub struct SetShape {
 }
 
 impl SetShape {
-    /// The shape admission assumes for a circuit with queries `q`: one value in 16 neither 0
-    /// nor 1 (a 32 GiB PoRep witness has one in 77).
+    /// The shape admission assumes for a circuit with queries `q`: one value in 32 neither 0
+    /// nor 1 (a 32 GiB PoRep witness has one in 77). A batch whose scalars hold more walks
+    /// the bases once more for the partitions that do not fit ([`super::batch`] groups its
+    /// walks by the shapes it has): an estimate too low costs a walk, never device memory.
     pub fn estimated(q: &QueryLens) -> Self {
         SetShape {
-            l: (q.l, q.l / 16),
-            a: (q.a, q.a / 16),
-            b: (q.b_g1, q.b_g1 / 16),
+            l: (q.l, q.l / 32),
+            a: (q.a, q.a / 32),
+            b: (q.b_g1, q.b_g1 / 32),
         }
     }
 
