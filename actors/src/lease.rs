@@ -406,11 +406,12 @@ mod tests {
     fn a_batched_circuit_goes_past_the_depth_alone() {
         let mut t = LeaseTable::new();
         t.add_device(id(6), 100, 2).unwrap();
-        let streamed = Some(SharedVram {
+        let circuit = SharedVram {
             key: 7,
             bytes: 40,
             batch: 4,
-        });
+        };
+        let streamed = Some(circuit);
         let leases: Vec<_> = (0..4)
             .map(|p| t.grant_shared(id(6), 1, p, 50, streamed).unwrap())
             .collect();
@@ -440,7 +441,7 @@ mod tests {
         // memory still bounds a batch: 40 + 6 x 10 > 100
         let six = Some(SharedVram {
             batch: 8,
-            ..streamed.unwrap()
+            ..circuit
         });
         let granted = (0..8)
             .filter(|&p| t.grant_shared(id(6), 3, p, 50, six).is_ok())
