@@ -124,7 +124,7 @@ pub struct Upcoming<'a> {
 }
 
 /// The group elements a backend computes before randomisation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MsmResults {
     /// `sum h_i * H_i`.
     pub h: G1Projective,

@@ -53,6 +53,7 @@ use cuzk_engine::cuda::{
 use cuzk_engine::kernels::testdata::{g1_points, g2_points};
 use cuzk_engine::kernels::{GpuDevice, Staging, G1, G2};
 use cuzk_engine::pce::{Assignment, Density};
+use cuzk_engine::prover::MsmResults;
 use cuzk_engine::{Backend, CpuBackend, CudaBackend, Srs};
 use ff::Field;
 use rand_chacha::ChaCha8Rng;
@@ -698,6 +699,7 @@ fn budget_runs(
         ),
     };
     let mut walls = Vec::new();
+    let mut single = None;
     for run in 0..=runs {
         dev.synchronize()?;
         dev.reset_peak_memory()?;
@@ -716,8 +718,10 @@ fn budget_runs(
         };
         let input = asg.clone();
         let t = Instant::now();
-        let p = prove_msms(dev, queries, input, 0, None, io)?.times;
+        let proved = prove_msms(dev, queries, input, 0, None, io)?;
         let wall = t.elapsed();
+        let p = proved.times;
+        single = Some(proved.msm);
         let moved = rings.as_ref().map_or(0, |r| r.bytes_moved()) - moved_before;
         let peak = dev.peak_memory()?.unwrap_or(0);
         let label = if run == 0 {
@@ -744,8 +748,9 @@ fn budget_runs(
         ms(walls[(walls.len() - 1) / 2]),
         residency
     );
-    if let (Some(rings), true) = (rings.as_mut(), batch > 1) {
-        batched_runs(dev, pinned, rings, asg, (batch, runs), &name, staging)?;
+    if let (Some(rings), Some(single), true) = (rings.as_mut(), single, batch > 1) {
+        let batch = (batch, runs);
+        batched_runs(dev, pinned, rings, asg, batch, (&name, &single), staging)?;
     }
     Ok(())
 }
@@ -753,14 +758,15 @@ fn budget_runs(
 /// A batch of `batch` copies of the partition proved with the bases streamed once for the
 /// batch's L, A and B MSMs ([`prove_streamed_batch`]), `runs` times after a warm-up: wall
 /// time per partition (less the time spent copying the assignment), bytes moved, peak
-/// device memory.
+/// device memory. Every copy's five group elements must be `single`'s, the partition's
+/// proved alone (the run stops if one is not).
 fn batched_runs(
     dev: &GpuDevice,
     pinned: &HostSrs,
     rings: &mut Rings,
     asg: &Assignment,
     (batch, runs): (usize, usize),
-    name: &str,
+    (name, single): (&str, &MsmResults),
     staging: &mut Staging,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let q = pinned.queries().lens();
@@ -820,9 +826,8 @@ fn batched_runs(
         if run > 0 {
             per.push(wall / batch as u32);
         }
-        let first = out.first().map(|(m, _)| m.l);
-        if out.len() != batch || out.iter().any(|(m, _)| Some(m.l) != first) {
-            return Err("the batch's copies of one partition gave different L sums".into());
+        if out.len() != batch || out.iter().any(|(m, _)| m != single) {
+            return Err("a copy in the batch differs from the partition proved alone".into());
         }
     }
     per.sort();
