@@ -118,19 +118,6 @@ pub fn window_bits(n: usize) -> u32 {
         .unwrap_or(16)
 }
 
-/// Chunks whose points a chunk's widest plan may be made for ([`plan_points`]).
-const PLAN_CHUNKS: usize = 4;
-
-/// The points whose [`window_bits`] caps the window width of the chunks of an MSM of `total`
-/// points in chunks of `chunk`: the whole MSM's (up to [`MAX_CHUNK`]), but no more than
-/// [`PLAN_CHUNKS`] chunks', so that the bucket sums the chunks share stay near a chunk's
-/// bases in size (a 2^21-point chunk of a 2^27-point MSM: c = 19, 14 windows, about 3 GiB of
-/// G1 scratch at most, which a 16 GiB budget's largest phase has room for; c = 20 would
-/// take 6).
-pub fn plan_points(total: usize, chunk: usize) -> usize {
-    total.min(chunk.saturating_mul(PLAN_CHUNKS)).min(MAX_CHUNK)
-}
-
 /// Window width and count of one MSM, chosen from its scalars' bit lengths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowPlan {
@@ -149,36 +136,18 @@ impl WindowPlan {
     /// plan as before ([`window_bits`], ceil(256 / c) windows); Filecoin's witnesses, mostly
     /// 0 and 1, get fewer windows.
     pub fn choose(hist: &[u32], n: usize) -> Option<WindowPlan> {
-        Self::choose_chunked(hist, n, n, n)
-    }
-
-    /// The plan for one chunk of `n` scalars (`hist` their bit lengths) of an MSM of `total`
-    /// points in chunks of `chunk` whose chunks add to one set of bucket sums
-    /// ([`GpuDevice::msm_chunked`], [`GpuDevice::msm_streamed`]): the windows' running sums
-    /// are paid once for all the chunks, so the chunk's digits weigh `total / n` times, and
-    /// the width may reach that of [`plan_points`]`(total, chunk)` points, as
-    /// [`msm_chunk_scratch_bytes`] counts. A 2^27-point H MSM streamed in chunks of 2^21
-    /// then takes 14 windows instead of a 2^21-point MSM's 16. With `total == n == chunk`,
-    /// [`WindowPlan::choose`].
-    pub fn choose_chunked(
-        hist: &[u32],
-        n: usize,
-        total: usize,
-        chunk: usize,
-    ) -> Option<WindowPlan> {
         let max_bits = hist.iter().rposition(|&h| h > 0).filter(|&b| b > 0)? as u32;
-        let widest = window_bits(plan_points(total.max(n), chunk.max(n)));
-        let (n, total) = (n.max(1) as u128, total.max(n) as u128);
+        let widest = window_bits(n);
         (8..=widest)
             .map(|c| {
                 // a window's raw value is below 2^(c-1) in the top window, so its carry fits
                 let windows = (max_bits + 1).div_ceil(c);
-                let digits: u128 = hist
+                let digits: u64 = hist
                     .iter()
                     .enumerate()
-                    .map(|(b, &h)| u128::from(h) * (b as u128).div_ceil(u128::from(c)))
+                    .map(|(b, &h)| u64::from(h) * (b as u64).div_ceil(u64::from(c)))
                     .sum();
-                let cost = digits * total / n + 3 * u128::from(windows) * (1u128 << (c - 1));
+                let cost = digits + 3 * u64::from(windows) * (1u64 << (c - 1));
                 (cost, WindowPlan { c, windows })
             })
             .min_by_key(|&(cost, p)| (cost, std::cmp::Reverse(p.c)))
@@ -600,7 +569,7 @@ impl GpuDevice {
             let points = range.start + start..range.start + end;
             let s = scalars.view(from + start..from + end);
             let mut marks = marks(self, C::NAME, end - start);
-            if let Some(lists) = self.bucket_lists::<C>(s, (range.len(), chunk), &mut marks)? {
+            if let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? {
                 let b = match (&bases, slot) {
                     (Source::Device(buf), _) => buf.view(points.clone()),
                     (Source::Host(_, ring), Some(slot)) => ring.view(slot, points.len()),
@@ -654,7 +623,7 @@ impl GpuDevice {
             });
         }
         let mut marks = marks(self, "sort", len);
-        let lists = self.bucket_lists::<G1>(scalars.view(range), (len, len), &mut marks)?;
+        let lists = self.bucket_lists::<G1>(scalars.view(range), &mut marks)?;
         Ok(SortedScalars { pci, len, lists })
     }
 
@@ -690,20 +659,16 @@ impl GpuDevice {
         }
     }
 
-    /// Steps 1-5 of one chunk (see msm.cu) of an MSM of `total` points in chunks of `chunk`:
-    /// the scalars' window
-    /// plan ([`WindowPlan::choose_chunked`]) and their bucket lists, or `None` when every
-    /// scalar is zero. Independent of the curve; `C` picks the module
+    /// Steps 1-5 of one chunk (see msm.cu): the scalars' window plan and their bucket lists,
+    /// or `None` when every scalar is zero. Independent of the curve; `C` picks the module
     /// whose copy of the sorting kernels runs.
     fn bucket_lists<C: MsmCurve>(
         &self,
         scalars: CudaView<'_, FrRaw>,
-        (total, chunk): (usize, usize),
         marks: &mut Steps,
     ) -> Result<Option<BucketLists>> {
         let n = scalars.len();
-        let Some((canon, WindowPlan { c, windows: nw })) =
-            self.window_plan::<C>(scalars, (total, chunk), marks)?
+        let Some((canon, WindowPlan { c, windows: nw })) = self.window_plan::<C>(scalars, marks)?
         else {
             return Ok(None); // every scalar is zero
         };
@@ -738,12 +703,10 @@ impl GpuDevice {
     }
 
     /// Step 1: the scalars as canonical integers (transposed, as the later steps read
-    /// them) and the window plan their bit lengths give for a chunk of an MSM of `total`
-    /// points in chunks of `chunk`; `None` when every scalar is zero.
+    /// them) and the window plan their bit lengths give; `None` when every scalar is zero.
     fn window_plan<C: MsmCurve>(
         &self,
         scalars: CudaView<'_, FrRaw>,
-        (total, chunk): (usize, usize),
         marks: &mut Steps,
     ) -> Result<Option<(CudaSlice<FrRaw>, WindowPlan)>> {
         let n = scalars.len();
@@ -760,7 +723,7 @@ impl GpuDevice {
         // u32 n, u32* hist[257] zeroed).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
         let bit_hist = self.read_back(&bit_hist, "reading the scalars' bit lengths")?;
-        let Some(plan) = WindowPlan::choose_chunked(&bit_hist, n, total, chunk) else {
+        let Some(plan) = WindowPlan::choose(&bit_hist, n) else {
             return Ok(None);
         };
         marks.mark(self, "scalars");
@@ -1243,38 +1206,28 @@ impl GpuDevice {
 }
 
 /// An upper bound, in bytes, on the device memory one MSM of `n` points over curve `C`
-/// allocates besides its bases and scalars: [`msm_chunk_scratch_bytes`] with chunks of
-/// [`MAX_CHUNK`].
+/// allocates besides its bases and scalars: the sum of every scratch buffer of one chunk of
+/// `min(n, MAX_CHUNK)` points (the peak is lower: buffers are freed between steps). Chunks
+/// run one after another, so larger `n` needs no more: the bucket sums a chunk hands to the
+/// next are one of the buffers summed here, and the next chunk allocates no buckets of its own.
 pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
-    msm_chunk_scratch_bytes::<C>(n, MAX_CHUNK)
-}
-
-/// An upper bound, in bytes, on the device memory one MSM of `n` points over curve `C` in
-/// chunks of `chunk` points allocates besides its bases and scalars: the sum of every
-/// scratch buffer of one chunk (the peak is lower: buffers are freed between steps), with
-/// the buckets of the widest plan the MSM may pick ([`WindowPlan::choose_chunked`]: that of
-/// [`plan_points`]`(n, chunk)` points). Chunks run one after another, so more of them need no more:
-/// the bucket sums a chunk hands to the next are one of the buffers summed here, and the
-/// next chunk allocates no buckets of its own.
-pub fn msm_chunk_scratch_bytes<C: MsmCurve>(n: usize, chunk: usize) -> u64 {
-    let width_n = plan_points(n, chunk.max(1));
-    let chunk = chunk.min(n).min(MAX_CHUNK) as u64;
-    if chunk == 0 {
+    let n = n.min(MAX_CHUNK) as u64;
+    if n == 0 {
         return 0;
     }
-    // The widest plan WindowPlan::choose_chunked may pick has the most buckets (windows x
-    // 2^(c-1) grows with c from 8 up); the plan it picks costs no more than that plan, so a
-    // chunk's digits are at most that plan's (with its buckets' cost), and signed recoding
-    // adds at most one carry digit per scalar.
-    let c = window_bits(width_n);
+    // The widest plan WindowPlan::choose may pick has the most buckets (windows x 2^(c-1)
+    // grows with c from 8 up); the plan it picks costs no more than that plan, so its digits
+    // are at most that plan's cost, and signed recoding adds at most one carry digit per
+    // scalar.
+    let c = window_bits(n as usize);
     let nw = u64::from(256u32.div_ceil(c));
     let nbuckets = nw << (c - 1);
-    let entries = chunk * nw + 3 * nbuckets + chunk;
+    let entries = n * nw + 3 * nbuckets + n;
     // the accumulation's runs of k >= 4 * entries / buckets entries: at most buckets / 4 + 1
     // runs, two piece slots each (the bound keeps the former per-bucket parts' 1.25 buckets)
     let nparts = nbuckets + nbuckets / 4 + 1;
     let xyzz = C::XYZZ_LIMBS as u64 * 8;
-    let canon = chunk * 32;
+    let canon = n * 32;
     let counts_offsets_cursor = (3 * nbuckets + 1) * 4;
     let scan_scratch = (2 * nbuckets.div_ceil(8192) + 2) * 4;
     // the bucket lists, and the bucket's low bits of each binned entry (bin_shift)
@@ -1454,46 +1407,6 @@ mod tests {
             assert_eq!(p.c, window_bits(n), "n=2^{log}");
             assert_eq!(p.windows, 256u32.div_ceil(p.c), "n=2^{log}");
         }
-    }
-
-    #[test]
-    fn chunks_of_a_larger_msm_take_its_width() {
-        // a 2^27-point MSM of random scalars in chunks of 2^21: the plan of 2^23 points
-        let n = 1usize << 21;
-        let h = hist_of(&[
-            (255, (n / 2) as u32),
-            (254, (n / 4) as u32),
-            (253, (n / 4) as u32),
-        ]);
-        let alone = WindowPlan::choose(&h, n).unwrap();
-        let chunked = WindowPlan::choose_chunked(&h, n, 1 << 27, n).unwrap();
-        assert_eq!(plan_points(1 << 27, n), 1 << 23);
-        assert_eq!(chunked.c, window_bits(1 << 23));
-        assert_eq!((alone.windows, chunked.windows), (16, 14));
-        // a whole MSM in one chunk: the plain plan; chunks of 2^26: their own width
-        assert_eq!(WindowPlan::choose_chunked(&h, n, n, n), Some(alone));
-        assert_eq!(plan_points(1 << 27, 1 << 26), MAX_CHUNK);
-        // the scratch bound counts the wider plan's buckets, a chunk's entries
-        let wide = msm_chunk_scratch_bytes::<G1>(1 << 27, n);
-        assert!(wide > msm_scratch_bytes::<G1>(n));
-        assert!(wide < msm_scratch_bytes::<G1>(1 << 26));
-        assert!(wide < 4 << 30, "{wide}");
-        assert_eq!(
-            msm_chunk_scratch_bytes::<G1>(n, 1 << 26),
-            msm_scratch_bytes::<G1>(n)
-        );
-        // a shorter last chunk plans for the same width
-        let last = WindowPlan::choose_chunked(&h, n - 5, 1 << 27, n).unwrap();
-        assert_eq!(last.c, chunked.c);
-        // witness-shaped chunks (mostly 0 and 1, a few full width) stay within the bound's
-        // width
-        let w = hist_of(&[
-            (0, (n / 2) as u32),
-            (1, (n * 47 / 100) as u32),
-            (255, (n * 3 / 100) as u32),
-        ]);
-        let p = WindowPlan::choose_chunked(&w, n, 130_000_000, n).unwrap();
-        assert!(p.c <= window_bits(1 << 23));
     }
 
     #[test]

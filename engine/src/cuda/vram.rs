@@ -10,8 +10,7 @@
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
 use cuzk_kernels::{
-    gathered_bytes, msm_chunk_scratch_bytes, msm_scratch_bytes, ones_scratch_bytes, BaseRing,
-    OnesAndRest, G1, G2,
+    gathered_bytes, msm_scratch_bytes, ones_scratch_bytes, BaseRing, OnesAndRest, G1, G2,
 };
 
 use super::masks::QueryMasks;
@@ -261,8 +260,8 @@ impl SetShape {
     pub fn tail_bytes(&self, chunk: usize) -> u64 {
         [self.l.1, self.a.1, self.b.1]
             .into_iter()
-            .map(|rest| msm_chunk_scratch_bytes::<G1>(rest, chunk))
-            .chain([msm_chunk_scratch_bytes::<G2>(self.b.1, g2_chunk(chunk))])
+            .map(|rest| msm_scratch_bytes::<G1>(rest.min(chunk)))
+            .chain([msm_scratch_bytes::<G2>(self.b.1.min(g2_chunk(chunk)))])
             .max()
             .unwrap_or(0)
     }
@@ -275,8 +274,8 @@ fn largest_streamed_phase(q: &QueryLens, m: u64, chunk: usize) -> u64 {
     let aux = q.l as u64 * SCALAR_BYTES;
     let a_scalars = q.a as u64 * SCALAR_BYTES;
     let b_scalars = q.b_g1 as u64 * SCALAR_BYTES;
-    let g1 = |n: usize| msm_chunk_scratch_bytes::<G1>(n, chunk);
-    let g2 = |n: usize| msm_chunk_scratch_bytes::<G2>(n, g2_chunk(chunk));
+    let g1 = |n: usize| msm_scratch_bytes::<G1>(n.min(chunk));
+    let g2 = |n: usize| msm_scratch_bytes::<G2>(n.min(g2_chunk(chunk)));
     let phases = [
         3 * domain + H_TABLES_BYTES,
         domain + g1(q.h),
