@@ -85,33 +85,29 @@ const SUM_PRODUCTS: &str = "SUM_PRODUCTS";
 /// Keeps only the accumulation's kernels in a module.
 const ACCUMULATE_ONLY: &str = "MSM_ACCUMULATE_ONLY";
 
+/// The sources of [`MSM_G1`] and [`MSM_G2`] (the curve is a define).
+const MSM_SOURCES: &[&str] = &[
+    FIELD_CUH,
+    CURVE_CUH,
+    MSM_DIGITS_CUH,
+    MSM_CU,
+    MSM_ONES_CU,
+    FIXED_BASE_CU,
+];
+
 /// G1 MSM kernels (suffix `_g1`) except `msm_accumulate`, and the fixed-base products of
 /// parameter generation (`fixed_base.cu`), with out-of-line field products and inlined point
 /// operations (see `INLINE_POINTS`).
 pub const MSM_G1: KernelModule = KernelModule {
     name: "msm_g1",
     defines: &["MSM_G1", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
-    sources: &[
-        FIELD_CUH,
-        CURVE_CUH,
-        MSM_DIGITS_CUH,
-        MSM_CU,
-        MSM_ONES_CU,
-        FIXED_BASE_CU,
-    ],
+    sources: MSM_SOURCES,
 };
 /// G2 MSM kernels (suffix `_g2`) except `msm_accumulate`, and G2's fixed-base products.
 pub const MSM_G2: KernelModule = KernelModule {
     name: "msm_g2",
     defines: &["MSM_G2", NOINLINE_MUL, INLINE_POINTS, NO_ACCUMULATE],
-    sources: &[
-        FIELD_CUH,
-        CURVE_CUH,
-        MSM_DIGITS_CUH,
-        MSM_CU,
-        MSM_ONES_CU,
-        FIXED_BASE_CU,
-    ],
+    sources: MSM_SOURCES,
 };
 /// G1 `msm_accumulate_g1`, `msm_fix_round_g1` and `msm_fix_store_g1` with every field product
 /// and point operation inlined: the bucket accumulation is most of an MSM's time, and out-of-line
