@@ -1,7 +1,7 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick] [--max-log N] [--only ntt|g1|g2|overlap|chunked]
+//! Usage: `kernels_bench [--quick] [--max-log N] [--only ntt|g1|g2|overlap|chunked|batch]
 //! [--profile msm|ntt|all]` on a GPU machine (`--profile` prints the time of each step of the
 //! MSMs, of the transforms' passes, or both, which slows them: `cuzk_kernels::profile`). Times are medians of several runs after a warm-up, each run ending with a device
 //! synchronisation. MSM times are with bases and scalars already on the device; the "+ H2D"
@@ -15,10 +15,10 @@
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
-use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, scalars};
+use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, porep_scalars, scalars};
 use cuzk_kernels::{
-    msm_scratch_bytes, Bases, DeviceBuffer, G1Bases, GpuDevice, MsmCurve, NttKind, StepTiming, G1,
-    G2,
+    msm_scratch_bytes, BaseRing, Bases, DeviceBuffer, DeviceOnesAndRest, G1Bases, GpuDevice,
+    MsmCurve, NttKind, OnesAndRest, PinnedPoints, StepTiming, G1, G2,
 };
 
 /// What every bench step returns: a device error, or one of the arguments', ends the run with
@@ -26,7 +26,7 @@ use cuzk_kernels::{
 type BenchResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
 /// The values `--only` takes: one table (or one of the extra measurements) instead of all.
-const ONLY: &[&str] = &["ntt", "g1", "g2", "overlap", "chunked"];
+const ONLY: &[&str] = &["ntt", "g1", "g2", "overlap", "chunked", "batch"];
 
 /// `n` G1 bases on the device: min(n, 2^22) distinct random points, repeated (tiled on the
 /// device from one upload of the distinct points).
@@ -163,6 +163,9 @@ fn run() -> BenchResult {
     if only.as_deref() == Some("chunked") {
         bench_chunked(&dev, runs)?;
     }
+    if only.as_deref() == Some("batch") {
+        bench_batch(&dev, runs)?;
+    }
     Ok(())
 }
 
@@ -186,6 +189,65 @@ fn bench_chunked(dev: &GpuDevice, runs: usize) -> BenchResult {
         })?;
         println!("| {what} | {:.1} |", ms(t));
     }
+    Ok(())
+}
+
+/// Streamed G1 MSMs of PoRep-mixed scalars (51.4% zero, 47.3% one), as a partition's L, A
+/// and B_G1 queries are proved on a card too small for their bases: 2^24 bases in page-locked
+/// host memory cross the link in chunks of 2^21 through a ring of two buffers. Rows: the
+/// copies alone (a set of zeros: nothing to add), batches of 1 and 10 sets
+/// (`msm_streamed_batch`, the bases crossing once a batch), one set through the full streamed
+/// MSM, and one set with the bases resident. Only with `--only batch` (1.6 GB of host
+/// memory, 2.5 GB of device memory).
+fn bench_batch(dev: &GpuDevice, runs: usize) -> BenchResult {
+    let (n, chunk, k) = (1usize << 24, 1usize << 21, 10);
+    let uniq = g1_points(2, 1 << 20);
+    let host: Vec<_> = (0..n).map(|i| uniq[i % uniq.len()]).collect();
+    let pinned = PinnedPoints::register(dev, std::sync::Arc::new(host))?;
+    let mut ring = BaseRing::<G1>::new(dev, chunk, 2)?;
+    let mixed: Vec<Vec<Scalar>> = (0..k as u64).map(|j| porep_scalars(10 + j, n)).collect();
+    let sets = mixed
+        .iter()
+        .map(|s| dev.upload_ones_and_rest(OnesAndRest::classify(s)?))
+        .collect::<cuzk_kernels::Result<Vec<DeviceOnesAndRest>>>()?;
+    let zeros = dev.upload_ones_and_rest(OnesAndRest::classify(&vec![<Scalar as ff::Field>::ZERO; n])?)?;
+    let full = dev.upload(&mixed[0])?;
+    let chunks = n.div_ceil(chunk) as f64;
+    let gb = (n * 96) as f64 / 1e9;
+    println!("\n## Streamed G1 MSMs, 2^24 bases from page-locked memory, chunks of 2^21");
+    println!("| what | ms | ms a chunk | ms a set | GB/s of bases |");
+    println!("|---|---|---|---|---|");
+    let row = |what: &str, sets: usize, t: Duration| {
+        println!(
+            "| {what} | {:.1} | {:.2} | {:.1} | {:.1} |",
+            ms(t),
+            ms(t) / chunks,
+            ms(t) / sets as f64,
+            gb / t.as_secs_f64()
+        )
+    };
+    let pts = pinned.as_slice();
+    let t = time(runs, || {
+        dev.msm_streamed_batch(pts, 0..n, &[&zeros], &mut ring)
+            .map(drop)
+    })?;
+    row("copies alone (a set of zeros)", 1, t);
+    for count in [1, k] {
+        let refs: Vec<&DeviceOnesAndRest> = sets.iter().take(count).collect();
+        let t = time(runs, || {
+            dev.msm_streamed_batch(pts, 0..n, &refs, &mut ring)
+                .map(drop)
+        })?;
+        row(&format!("batch of {count}"), count, t);
+    }
+    let t = time(runs, || {
+        dev.msm_streamed(pts, 0..n, &full, 0, &mut ring).map(drop)
+    })?;
+    row("one set, full streamed MSM", 1, t);
+    drop(ring);
+    let bases = tiled_g1_bases(dev, n)?;
+    let t = time(runs, || dev.msm_g1_device(&bases, 0..n, &full).map(drop))?;
+    row("one set, bases resident", 1, t);
     Ok(())
 }
 
