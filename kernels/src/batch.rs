@@ -8,7 +8,8 @@
 //! - the ones of all the sets become bucket lists of one bucket a set (`msm_ones.cu`:
 //!   `ones_count`, the MSM's scan, `ones_emit`), and the MSM's own accumulation adds each
 //!   set's points into its one sum, carried from chunk to chunk (about one mixed addition a
-//!   one, in runs of [`ONES_RUN`] so that every thread makes the same number);
+//!   one, in runs of equal length, at least [`ONES_RUN`], that fill whole waves of the
+//!   kernel, so that every thread makes the same number);
 //! - the points the other values (1.3% of a PoRep witness) pair with are copied out of the
 //!   chunk (`gather_points`) into a buffer of the set's own.
 //!
@@ -109,6 +110,9 @@ impl GpuDevice {
             }
             start = end;
         }
+        // Copies no kernel read (chunks where no set has a one or another value) would still
+        // be in flight: the caller may free `host` once this returns.
+        ring.wait()?;
         if let Some(sums) = ones {
             let limbs = self.read_back(&sums.sums, "reading the sums of the ones")?;
             for (j, acc) in out.iter_mut().enumerate() {
@@ -204,14 +208,15 @@ impl GpuDevice {
             unsafe { l.launch(cfg(words, 256)) }.map_err(self.drv("launching ones_emit"))?;
         }
         drop(offsets);
-        let runs = ones_runs(&host_offsets, ONES_RUN);
+        let k_run = self.ones_run_length::<C>(entries)?;
+        let runs = ones_runs(&host_offsets, k_run);
         let mut run_first = self.zeroed_u32(runs.nruns)?;
         let f = self.msm_kernel::<C>("ones_runs")?;
         let nruns32 = runs.nruns as u32;
         let mut l = self.stream().launch_builder(&f);
         l.arg(&bucket_offsets)
             .arg(&k32)
-            .arg(&ONES_RUN)
+            .arg(&k_run)
             .arg(&nruns32)
             .arg(&mut run_first);
         // SAFETY: ones_runs(const u32* offsets[k + 1], u32 nbuckets = k, u32 k, u32 nruns,
@@ -223,13 +228,50 @@ impl GpuDevice {
             c: 1,
             nw: k32,
             entries,
-            k: ONES_RUN,
+            k: k_run,
             nruns: runs.nruns,
             rounds: runs.rounds,
             sorted,
             offsets: bucket_offsets,
             run_first,
         }))
+    }
+
+    /// Entries an accumulating thread takes in a chunk of `entries` ones: [`ONES_RUN`], or
+    /// a little more where that spreads the runs over whole waves of the accumulation
+    /// kernel. With runs of [`ONES_RUN`] a batch's runs fill a few waves and a sliver of
+    /// one more (ten half-ones sets of 2^21 points: 3.2 waves on an H100), which takes as
+    /// long as a full one; runs of `ceil(entries / (waves x threads at once))` with `waves`
+    /// rounded down fill whole waves. Never below [`ONES_RUN`], so the runs and their
+    /// pieces stay within [`ones_scratch_bytes`].
+    fn ones_run_length<C: MsmCurve>(&self, entries: usize) -> Result<u32> {
+        let at_once = self.accumulate_runs_at_once::<C>()?;
+        Ok(run_length(entries as u64, at_once, ONES_RUN))
+    }
+
+    /// Runs the ones' accumulation kernel (`msm_accumulate`, blocks of 128 threads, two
+    /// lanes a run for G2) keeps on the device at once: its resident blocks a multiprocessor
+    /// times the multiprocessors.
+    fn accumulate_runs_at_once<C: MsmCurve>(&self) -> Result<u64> {
+        let f = if C::PAIR_KERNELS {
+            self.pair_function::<C>("msm_accumulate")?
+        } else {
+            self.function(
+                &C::ACCUMULATE_MODULE,
+                &format!("msm_accumulate{}", C::SUFFIX),
+            )?
+        };
+        let blocks = f
+            .occupancy_max_active_blocks_per_multiprocessor(128, 0, None)
+            .map_err(self.drv("asking the accumulation's occupancy"))?;
+        let sms = self
+            .context()
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(self.drv("asking the multiprocessor count"))?;
+        let lanes = if C::PAIR_KERNELS { 2 } else { 1 };
+        Ok(u64::from(blocks) * u64::from(sms.max(0) as u32) * 128 / lanes)
     }
 
     /// Copies the points of `chunk` (of `set`'s positions; `bases` holds that chunk's points)
@@ -286,6 +328,22 @@ fn ones_runs(offsets: &[u32], k: u32) -> Runs {
     }
 }
 
+/// Entries a run takes when `entries` are spread over runs of at least `floor` entries, with
+/// `at_once` runs in flight at a time: `floor`, or the least length that puts the runs in
+/// whole waves of `at_once` (as many waves as runs of `floor` fill completely).
+fn run_length(entries: u64, at_once: u64, floor: u32) -> u32 {
+    let floor64 = u64::from(floor);
+    if at_once == 0 {
+        return floor;
+    }
+    let waves = entries / (floor64 * at_once);
+    if waves == 0 {
+        return floor;
+    }
+    let k = entries.div_ceil(waves * at_once);
+    u32::try_from(k.max(floor64)).unwrap_or(u32::MAX)
+}
+
 /// Device bytes a set of [`GpuDevice::msm_streamed_batch`] over curve `C` takes with chunks
 /// of `chunk` points besides its scalars and its gathered points (a point for each value
 /// neither 0 nor 1): its share of one chunk's ones lists at worst (every scalar a one), their
@@ -331,6 +389,27 @@ mod tests {
         let r = ones_runs(&offsets, ONES_RUN);
         assert_eq!(r.nruns, 10 << 15);
         assert_eq!(r.rounds, 16);
+    }
+
+    #[test]
+    fn run_length_fills_whole_waves_and_never_drops_below_the_floor() {
+        // ten half-ones sets of 2^21 points on 132 SMs x 3 blocks x 128 threads: 3.06 waves
+        // of runs of 64, three whole waves of runs of 69
+        let (entries, at_once) = (10 * (1u64 << 20), 132 * 3 * 128);
+        let k = run_length(entries, at_once, 64);
+        assert_eq!(k, 69);
+        assert!(entries.div_ceil(u64::from(k)) <= 3 * at_once);
+        assert!(entries.div_ceil(u64::from(k - 1)) > 3 * at_once);
+        // fewer entries than one wave of the floor: the floor
+        assert_eq!(run_length(1 << 20, at_once, 64), 64);
+        assert_eq!(run_length(0, at_once, 64), 64);
+        assert_eq!(run_length(entries, 0, 64), 64);
+        // exactly whole waves already: unchanged
+        assert_eq!(run_length(64 * at_once * 2, at_once, 64), 64);
+        // never below the floor, whatever the rounding
+        for e in [1u64, 63, 64 * at_once - 1, 64 * at_once + 1, 1 << 31] {
+            assert!(run_length(e, at_once, 64) >= 64, "{e}");
+        }
     }
 
     #[test]

@@ -1066,7 +1066,7 @@ impl GpuDevice {
 
     /// The lane-pair form of step `name` (see [`pair_segments`]): `{name}_pair{suffix}` in the
     /// accumulation module, two threads where the one-lane kernel takes one.
-    fn pair_function<C: MsmCurve>(&self, name: &str) -> Result<CudaFunction> {
+    pub(crate) fn pair_function<C: MsmCurve>(&self, name: &str) -> Result<CudaFunction> {
         self.function(&C::ACCUMULATE_MODULE, &format!("{name}_pair{}", C::SUFFIX))
     }
 

@@ -196,6 +196,11 @@ impl<C: MsmCurve> BaseRing<C> {
         Ok(i)
     }
 
+    /// Waits for every copy queued into the ring.
+    pub(crate) fn wait(&self) -> Result<()> {
+        self.copy.synchronize()
+    }
+
     /// The first `len` points of buffer `slot` (as [`BaseRing::fill`] returned it): kernels
     /// queued on any stream of the device that read it wait for its copy.
     pub(crate) fn view(
