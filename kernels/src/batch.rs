@@ -253,15 +253,8 @@ impl GpuDevice {
     /// lanes a run for G2) keeps on the device at once: its resident blocks a multiprocessor
     /// times the multiprocessors.
     fn accumulate_runs_at_once<C: MsmCurve>(&self) -> Result<u64> {
-        let f = if C::PAIR_KERNELS {
-            self.pair_function::<C>("msm_accumulate")?
-        } else {
-            self.function(
-                &C::ACCUMULATE_MODULE,
-                &format!("msm_accumulate{}", C::SUFFIX),
-            )?
-        };
-        let blocks = f
+        let blocks = self
+            .accumulate_function::<C>()?
             .occupancy_max_active_blocks_per_multiprocessor(128, 0, None)
             .map_err(self.drv("asking the accumulation's occupancy"))?;
         let sms = self
@@ -393,7 +386,7 @@ mod tests {
 
     #[test]
     fn run_length_fills_whole_waves_and_never_drops_below_the_floor() {
-        // ten half-ones sets of 2^21 points on 132 SMs x 3 blocks x 128 threads: 3.06 waves
+        // ten half-ones sets of 2^21 points on 132 SMs x 3 blocks x 128 threads: 3.2 waves
         // of runs of 64, three whole waves of runs of 69
         let (entries, at_once) = (10 * (1u64 << 20), 132 * 3 * 128);
         let k = run_length(entries, at_once, 64);

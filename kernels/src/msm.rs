@@ -991,14 +991,7 @@ impl GpuDevice {
         // kernel takes one
         let pair = C::PAIR_KERNELS;
         let pair_kernel = |name: &str| self.pair_function::<C>(name);
-        let f = if pair {
-            pair_kernel("msm_accumulate")?
-        } else {
-            self.function(
-                &C::ACCUMULATE_MODULE,
-                &format!("msm_accumulate{}", C::SUFFIX),
-            )?
-        };
+        let f = self.accumulate_function::<C>()?;
         let mut l = stream.launch_builder(&f);
         l.arg(&bases)
             .arg(sorted)
@@ -1064,9 +1057,22 @@ impl GpuDevice {
         })
     }
 
+    /// The accumulation kernel of curve `C`: `msm_accumulate`, on lane pairs where
+    /// [`MsmCurve::PAIR_KERNELS`] says so (G2).
+    pub(crate) fn accumulate_function<C: MsmCurve>(&self) -> Result<CudaFunction> {
+        if C::PAIR_KERNELS {
+            self.pair_function::<C>("msm_accumulate")
+        } else {
+            self.function(
+                &C::ACCUMULATE_MODULE,
+                &format!("msm_accumulate{}", C::SUFFIX),
+            )
+        }
+    }
+
     /// The lane-pair form of step `name` (see [`pair_segments`]): `{name}_pair{suffix}` in the
     /// accumulation module, two threads where the one-lane kernel takes one.
-    pub(crate) fn pair_function<C: MsmCurve>(&self, name: &str) -> Result<CudaFunction> {
+    fn pair_function<C: MsmCurve>(&self, name: &str) -> Result<CudaFunction> {
         self.function(&C::ACCUMULATE_MODULE, &format!("{name}_pair{}", C::SUFFIX))
     }
 
