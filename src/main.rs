@@ -31,6 +31,11 @@ struct Cli {
     /// Parameter directory (default: $FIL_PROOFS_PARAMETER_CACHE or /var/tmp/filecoin-proof-parameters).
     #[arg(long, global = true)]
     params_dir: Option<PathBuf>,
+    /// Log every phase span (plan, synthesis, ntt, msm_*, verify) with its duration when it
+    /// closes, at the level `RUST_LOG` lets through (e.g. `RUST_LOG=info`). Not the daemon's:
+    /// its logging is configured in its file.
+    #[arg(long, global = true)]
+    log_spans: bool,
     /// Without a command, `cuzk` is the daemon, started as Curio's documentation starts its
     /// own (`cuzk --config /data/zk/cuzk.toml`); these are `cuzk daemon`'s flags.
     #[command(flatten)]
@@ -302,7 +307,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
-        .with_span_events(if std::env::var_os("CUZK_LOG_SPANS").is_some() {
+        .with_span_events(if cli.log_spans {
             tracing_subscriber::fmt::format::FmtSpan::CLOSE
         } else {
             tracing_subscriber::fmt::format::FmtSpan::NONE

@@ -60,6 +60,37 @@ fn gen_prove_verify_round_trip_and_tampered_proof_fails() {
     let proof = dir.path().join("window.proof");
     run_ok(&[&"prove", &"--input", &req, &"--out", &proof]);
     assert_eq!(std::fs::read(&proof).unwrap().len(), 192);
+    // --log-spans: each phase span's duration on stderr as it closes, where RUST_LOG lets
+    // its level through; without the flag, no span lines at the same level
+    let closed = |log_spans: bool| {
+        let mut c = cuzk();
+        c.env("RUST_LOG", "info");
+        if log_spans {
+            c.arg("--log-spans");
+        }
+        let out = c
+            .args(["prove", "--input"])
+            .arg(&req)
+            .arg("--out")
+            .arg(&proof)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        let spans = err
+            .lines()
+            .filter(|l| l.contains("close") && l.contains("time.busy"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>();
+        (spans, err)
+    };
+    let (spans, err) = closed(true);
+    assert!(
+        spans.iter().any(|l| l.contains("synthesis")) && spans.iter().any(|l| l.contains("verify")),
+        "{err}"
+    );
+    let (spans, err) = closed(false);
+    assert!(spans.is_empty(), "{err}");
     run_ok(&[&"verify", &"--input", &req, &"--proof", &proof]);
 
     // The proof does not verify against other public data (the request of a fresh sector).

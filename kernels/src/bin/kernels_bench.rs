@@ -210,7 +210,9 @@ fn bench_batch(dev: &GpuDevice, runs: usize) -> BenchResult {
         .iter()
         .map(|s| dev.upload_ones_and_rest(OnesAndRest::classify(s)?))
         .collect::<cuzk_kernels::Result<Vec<DeviceOnesAndRest>>>()?;
-    let zeros = dev.upload_ones_and_rest(OnesAndRest::classify(&vec![<Scalar as ff::Field>::ZERO; n])?)?;
+    let no_ones = vec![<Scalar as ff::Field>::ZERO; n];
+    let zeros = dev.upload_ones_and_rest(OnesAndRest::classify(&no_ones)?)?;
+    drop(no_ones);
     let full = dev.upload(&mixed[0])?;
     let chunks = n.div_ceil(chunk) as f64;
     let gb = (n * 96) as f64 / 1e9;
