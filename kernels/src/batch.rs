@@ -86,6 +86,8 @@ impl GpuDevice {
             })
             .collect::<Result<Vec<_>>>()?;
         let mut ones: Option<Buckets> = None;
+        // the accumulation's runs in flight at once, for every chunk's run length
+        let at_once = self.accumulate_runs_at_once::<C>()?;
         // the next chunk's copy is queued as soon as the current chunk's kernels are, so that
         // it crosses the link while they run
         let first = range.start..range.start + chunk.min(range.len());
@@ -94,7 +96,7 @@ impl GpuDevice {
         while start < range.len() {
             let end = (start + chunk).min(range.len());
             let mut marks = marks(self, C::NAME, end - start);
-            if let Some(lists) = self.ones_lists::<C>(sets, start..end, &mut marks)? {
+            if let Some(lists) = self.ones_lists::<C>(sets, start..end, at_once, &mut marks)? {
                 let bases = ring.view(slot, end - start);
                 ones = Some(self.accumulate_lists::<C>(bases, &lists, ones.take(), &mut marks)?);
             }
@@ -131,11 +133,13 @@ impl GpuDevice {
 
     /// The ones of `sets` among positions `chunk` as bucket lists of one bucket a set (a
     /// window of width 1 a set: c = 1, nw = the number of sets), entries relative to the
-    /// chunk's start; `None` when no set has a one there.
+    /// chunk's start, in runs of [`run_length`] for `at_once` runs in flight; `None` when no
+    /// set has a one there.
     fn ones_lists<C: MsmCurve>(
         &self,
         sets: &[&DeviceOnesAndRest],
         chunk: Range<usize>,
+        at_once: u64,
         marks: &mut Steps,
     ) -> Result<Option<BucketLists>> {
         let words = chunk.len().div_ceil(64);
@@ -208,7 +212,7 @@ impl GpuDevice {
             unsafe { l.launch(cfg(words, 256)) }.map_err(self.drv("launching ones_emit"))?;
         }
         drop(offsets);
-        let k_run = self.ones_run_length::<C>(entries)?;
+        let k_run = run_length(entries as u64, at_once, ONES_RUN);
         let runs = ones_runs(&host_offsets, k_run);
         let mut run_first = self.zeroed_u32(runs.nruns)?;
         let f = self.msm_kernel::<C>("ones_runs")?;
@@ -235,18 +239,6 @@ impl GpuDevice {
             offsets: bucket_offsets,
             run_first,
         }))
-    }
-
-    /// Entries an accumulating thread takes in a chunk of `entries` ones: [`ONES_RUN`], or
-    /// a little more where that spreads the runs over whole waves of the accumulation
-    /// kernel. With runs of [`ONES_RUN`] a batch's runs fill a few waves and a sliver of
-    /// one more (ten half-ones sets of 2^21 points: 3.2 waves on an H100), which takes as
-    /// long as a full one; runs of `ceil(entries / (waves x threads at once))` with `waves`
-    /// rounded down fill whole waves. Never below [`ONES_RUN`], so the runs and their
-    /// pieces stay within [`ones_scratch_bytes`].
-    fn ones_run_length<C: MsmCurve>(&self, entries: usize) -> Result<u32> {
-        let at_once = self.accumulate_runs_at_once::<C>()?;
-        Ok(run_length(entries as u64, at_once, ONES_RUN))
     }
 
     /// Runs the ones' accumulation kernel (`msm_accumulate`, blocks of 128 threads, two
@@ -323,7 +315,10 @@ fn ones_runs(offsets: &[u32], k: u32) -> Runs {
 
 /// Entries a run takes when `entries` are spread over runs of at least `floor` entries, with
 /// `at_once` runs in flight at a time: `floor`, or the least length that puts the runs in
-/// whole waves of `at_once` (as many waves as runs of `floor` fill completely).
+/// whole waves of `at_once` (as many waves as runs of `floor` fill completely). With runs of
+/// [`ONES_RUN`] a batch's runs fill a few waves and a sliver of one more (ten half-ones sets
+/// of 2^21 points: 3.2 waves on an H100), which takes as long as a full one. Never below
+/// `floor`, so the runs and their pieces stay within [`ones_scratch_bytes`].
 fn run_length(entries: u64, at_once: u64, floor: u32) -> u32 {
     let floor64 = u64::from(floor);
     if at_once == 0 {
