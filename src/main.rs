@@ -31,6 +31,13 @@ struct Cli {
     /// Parameter directory (default: $FIL_PROOFS_PARAMETER_CACHE or /var/tmp/filecoin-proof-parameters).
     #[arg(long, global = true)]
     params_dir: Option<PathBuf>,
+    /// Recorded-circuit (PCE) cache (default: <parameter directory>/cuzk-pce).
+    #[arg(long, global = true, env = "CUZK_PCE_CACHE")]
+    pce_dir: Option<PathBuf>,
+    /// Where compiled GPU kernels are cached (default: $XDG_CACHE_HOME/cuzk/kernels, else
+    /// ~/.cache/cuzk/kernels).
+    #[arg(long, global = true, env = "CUZK_KERNEL_CACHE")]
+    kernel_cache: Option<PathBuf>,
     /// Log every phase span (plan, synthesis, ntt, msm_*, verify) with its duration when it
     /// closes, at the level `RUST_LOG` lets through (e.g. `RUST_LOG=info`). Not the daemon's:
     /// its logging is configured in its file.
@@ -279,12 +286,13 @@ impl Reporter {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let dirs = dir_flags(&cli);
     let Some(cmd) = cli.cmd else {
         let mut args = cli.daemon;
         if args.config.is_none() && Path::new(CURIO_CONFIG).is_file() {
             args.config = Some(PathBuf::from(CURIO_CONFIG));
         }
-        return exit_with(cuzk::daemon::run_daemon(args, cli.params_dir));
+        return exit_with(cuzk::daemon::run_daemon(args, dirs));
     };
     let d = &cli.daemon;
     if d.config.is_some()
@@ -296,7 +304,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let cmd = match cmd {
-        Cmd::Daemon(args) => return exit_with(cuzk::daemon::run_daemon(args, cli.params_dir)),
+        Cmd::Daemon(args) => return exit_with(cuzk::daemon::run_daemon(args, dirs)),
         Cmd::Config(c) => return exit_with(cuzk::daemon::run_config(c)),
         Cmd::Client(args) => return exit_with(cuzk::daemon::client::run(args)),
         other => other,
@@ -326,8 +334,11 @@ fn main() -> ExitCode {
         Cmd::Demo { .. } => std::env::temp_dir().join("cuzk-demo-params"),
         _ => cuzk::srs::default_dir(),
     };
-    let store = SrsStore::new(cli.params_dir.clone().unwrap_or(default_dir));
-    match run(cmd, &store) {
+    let mut store = SrsStore::new(cli.params_dir.clone().unwrap_or(default_dir));
+    if let Some(dir) = cli.pce_dir.clone() {
+        store = store.with_pce_dir(Some(dir));
+    }
+    match run(cmd, &store, cli.kernel_cache.as_deref()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -353,15 +364,35 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
 
 type CliResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
-fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
+/// The global directory flags, for the daemon's configuration.
+fn dir_flags(cli: &Cli) -> cuzk::daemon::DirFlags {
+    cuzk::daemon::DirFlags {
+        params: cli.params_dir.clone(),
+        pce: cli.pce_dir.clone(),
+        kernel_cache: cli.kernel_cache.clone(),
+    }
+}
+
+/// An engine configuration over `store`'s parameter and PCE directories, its GPUs' kernels
+/// cached in `kernels` (`None`: the default cache).
+fn engine_config(store: &SrsStore, kernels: Option<&Path>) -> EngineConfig {
+    let mut config = EngineConfig::new(store.dir());
+    config.pce_dir = store.pce().dir().map(Path::to_path_buf);
+    config.kernel_cache = kernels.map(Path::to_path_buf);
+    config
+}
+
+/// Runs a subcommand (not the daemon's) over `store`, GPU kernels cached in `kernels`.
+fn run(cmd: Cmd, store: &SrsStore, kernels: Option<&Path>) -> CliResult {
     match cmd {
         Cmd::Demo { kinds, seed } => demo(
             store,
+            kernels,
             &kinds_or(&kinds, &[ProofKind::WinningPost, ProofKind::WindowPost])?,
             seed,
         ),
-        Cmd::Prove(args) => prove_cmd(args, store),
-        Cmd::Batch(args) => batch_cmd(args, store),
+        Cmd::Prove(args) => prove_cmd(args, store, kernels),
+        Cmd::Batch(args) => batch_cmd(args, store, kernels),
         Cmd::Verify { input, proof } => verify_cmd(&input, &proof, store),
         Cmd::Gen {
             out,
@@ -383,6 +414,7 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             backend,
         } => params_cmd(
             store,
+            kernels,
             &kinds_or(&kinds, &ProofKind::ALL)?,
             sector_size.parse()?,
             seed,
@@ -395,6 +427,7 @@ fn run(cmd: Cmd, store: &SrsStore) -> CliResult {
             sector_size,
         } => Ok(bench(
             store,
+            kernels,
             &kinds_or(&kinds, &[ProofKind::PorepC2, ProofKind::SnapDeals])?,
             &backend,
             runs,
@@ -411,7 +444,7 @@ fn fixed_randomness() -> Randomness {
 }
 
 /// `cuzk prove`: one request through an Engine, its proof written to `--out`.
-fn prove_cmd(args: ProveArgs, store: &SrsStore) -> CliResult {
+fn prove_cmd(args: ProveArgs, store: &SrsStore, kernels: Option<&Path>) -> CliResult {
     let request = match (args.input, args.c1, args.registered_proof) {
         (Some(path), _, _) => ProofRequest::from_json(&read(&path)?)?,
         (None, Some(path), id) => ProofRequest::porep_from_c1(id, &read(&path)?, None)?,
@@ -422,7 +455,7 @@ fn prove_cmd(args: ProveArgs, store: &SrsStore) -> CliResult {
             .into())
         }
     };
-    let mut config = EngineConfig::new(store.dir());
+    let mut config = engine_config(store, kernels);
     config.prove.randomness = if args.fixed_rs {
         fixed_randomness()
     } else {
@@ -442,7 +475,7 @@ fn prove_cmd(args: ProveArgs, store: &SrsStore) -> CliResult {
 
 /// `cuzk batch`: a stream of requests through an Engine, every proof verified, the trace
 /// checked for overlap on any device, throughput and latency reported.
-fn batch_cmd(args: BatchArgs, store: &SrsStore) -> CliResult {
+fn batch_cmd(args: BatchArgs, store: &SrsStore, kernels: Option<&Path>) -> CliResult {
     let kinds = kinds_or(
         &args.kinds,
         &[
@@ -453,7 +486,7 @@ fn batch_cmd(args: BatchArgs, store: &SrsStore) -> CliResult {
         ],
     )?;
     let requests = cuzk::batch::load_requests(&args.inputs, &kinds)?;
-    let mut config = EngineConfig::new(store.dir());
+    let mut config = engine_config(store, kernels);
     config.devices = device_choice(args.cpu, &args.devices)?;
     config.gpu_pipeline_depth = usize::from(args.pipeline_depth);
     config.synthesis_niceness = args.synthesis_niceness;
@@ -560,6 +593,7 @@ fn gen_cmd(out: &Path, seal_proof: RegisteredProof, sparse: bool, seed: u64) -> 
 /// inner-product SRS its aggregation reads).
 fn params_cmd(
     store: &SrsStore,
+    kernels: Option<&Path>,
     kinds: &[ProofKind],
     size: SectorSize,
     seed: u64,
@@ -572,7 +606,7 @@ fn params_cmd(
     let rep = Reporter::new();
     for &kind in kinds {
         let proof = RegisteredProof::latest(kind, size);
-        ensure_params(store, proof, seed, backend, &rep)?;
+        ensure_params(store, proof, (seed, kernels), backend, &rep)?;
     }
     if kinds.contains(&ProofKind::PorepC2) {
         // non-interactive PoRep's aggregation reads the inner-product SRS beside them
@@ -585,24 +619,28 @@ fn params_cmd(
     Ok(())
 }
 
-/// Where parameter generation computes its products, from a `--backend` choice.
-fn products_on(choice: &str) -> Result<ProductsOn> {
-    match choice {
-        "cpu" => Ok(ProductsOn::Cpu),
-        "gpu" => ProductsOn::gpu(0),
-        "auto" => Ok(ProductsOn::auto()),
-        other => Err(Error::InvalidRequest(format!(
-            "--backend {other}: expected auto, cpu or gpu"
-        ))),
-    }
+/// Where parameter generation computes its products, from a `--backend` choice (a GPU's
+/// kernels cached in `kernels`).
+fn products_on(choice: &str, kernels: Option<&Path>) -> Result<ProductsOn> {
+    let on = match choice {
+        "cpu" => ProductsOn::Cpu,
+        "gpu" => ProductsOn::gpu(0)?,
+        "auto" => ProductsOn::auto(),
+        other => {
+            return Err(Error::InvalidRequest(format!(
+                "--backend {other}: expected auto, cpu or gpu"
+            )))
+        }
+    };
+    Ok(on.with_kernel_cache(kernels.map(Path::to_path_buf)))
 }
 
-/// Generates test parameters for `proof` unless they are present, the fixed-base products
-/// where `backend` says (`auto`, `cpu`, `gpu`).
+/// Generates test parameters for `proof` from `seed` unless they are present, the fixed-base
+/// products where `backend` says (`auto`, `cpu`, `gpu`; a GPU's kernels cached in `kernels`).
 fn ensure_params(
     store: &SrsStore,
     proof: RegisteredProof,
-    seed: u64,
+    (seed, kernels): (u64, Option<&Path>),
     backend: &str,
     rep: &Reporter,
 ) -> Result<()> {
@@ -610,7 +648,7 @@ fn ensure_params(
         rep.done(format!("parameters for {proof}: present"));
         return Ok(());
     }
-    let on = products_on(backend)?;
+    let on = products_on(backend, kernels)?;
     rep.step(format!(
         "generating test parameters for {proof} on {} (once; minutes for PoRep and SnapDeals)",
         on.describe()
@@ -845,7 +883,7 @@ fn print_summary(request: &ProofRequest, result: &JobResult) {
 
 /// Generates test parameters and real 2 KiB inputs, and proves `kinds` through the Engine
 /// on this machine (its GPUs when present, else the CPU).
-fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> CliResult {
+fn demo(store: &SrsStore, kernels: Option<&Path>, kinds: &[ProofKind], seed: u64) -> CliResult {
     let t0 = Instant::now();
     let size = SectorSize::S2KiB;
     let rep = Reporter::new();
@@ -853,7 +891,7 @@ fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> CliResult {
         ensure_params(
             store,
             RegisteredProof::latest(*kind, size),
-            seed,
+            (seed, kernels),
             "cpu",
             &rep,
         )?;
@@ -866,7 +904,7 @@ fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> CliResult {
         "inputs generated in {:.2}s",
         t.elapsed().as_secs_f64()
     ));
-    let engine = start_engine(EngineConfig::new(store.dir()), &rep)?;
+    let engine = start_engine(engine_config(store, kernels), &rep)?;
     let mut results = Vec::new();
     let mut failed = None;
     for kind in kinds {
@@ -897,7 +935,8 @@ fn demo(store: &SrsStore, kinds: &[ProofKind], seed: u64) -> CliResult {
 }
 
 /// The backend `cuzk bench` proves with, and a line naming it.
-fn bench_backend(choice: &str) -> Result<(Box<dyn cuzk::Backend>, String)> {
+fn bench_backend(choice: &str, kernels: Option<&Path>) -> Result<(Box<dyn cuzk::Backend>, String)> {
+    let kernels = kernels.map(Path::to_path_buf);
     let cpu = || -> (Box<dyn cuzk::Backend>, String) {
         (
             Box::new(CpuBackend),
@@ -907,7 +946,8 @@ fn bench_backend(choice: &str) -> Result<(Box<dyn cuzk::Backend>, String)> {
     match choice {
         "cpu" => Ok(cpu()),
         "dual" => {
-            let b = cuzk::DualBackend::open(0)?;
+            let gpu = cuzk::cuda::ops::CudaOps::open(0)?.with_kernel_cache(kernels);
+            let b = cuzk::DualBackend::with_gpu(gpu);
             let gpu = b.ops().second();
             let line = format!(
                 "dual: CPU, {} threads, and GPU {} (PCI {}), compared on every operation",
@@ -917,7 +957,7 @@ fn bench_backend(choice: &str) -> Result<(Box<dyn cuzk::Backend>, String)> {
             );
             Ok((Box::new(b), line))
         }
-        "gpu" | "auto" => match cuzk::CudaBackend::open(0) {
+        "gpu" | "auto" => match cuzk::CudaBackend::open(0).map(|b| b.with_kernel_cache(kernels)) {
             Ok(b) => {
                 let line = format!("GPU {} (PCI {})", b.device_name(), b.pci_id());
                 Ok((Box::new(b), line))
@@ -936,6 +976,7 @@ fn bench_backend(choice: &str) -> Result<(Box<dyn cuzk::Backend>, String)> {
 
 fn bench(
     store: &SrsStore,
+    kernels: Option<&Path>,
     kinds: &[ProofKind],
     backend: &str,
     runs: usize,
@@ -943,7 +984,7 @@ fn bench(
 ) -> Result<()> {
     let probe = BellpersonLogProbe::get();
     let choice = backend;
-    let (mut backend, backend_line) = bench_backend(choice)?;
+    let (mut backend, backend_line) = bench_backend(choice, kernels)?;
     let rep = Reporter::new();
     // dual has opened a GPU: missing parameters are made there too
     let products = if choice == "dual" { "gpu" } else { choice };
@@ -951,7 +992,7 @@ fn bench(
         ensure_params(
             store,
             RegisteredProof::latest(*kind, size),
-            1,
+            (1, kernels),
             products,
             &rep,
         )?;

@@ -64,8 +64,7 @@ pub const MAX_SYNTHESIS_NICENESS: i32 = 19;
 pub struct EngineConfig {
     /// Parameter directory (`.params`/`.vk` files).
     pub params_dir: PathBuf,
-    /// Where recorded circuits (PCE) are cached: `None` = `$CUZK_PCE_CACHE` or
-    /// `<params_dir>/cuzk-pce`.
+    /// Where recorded circuits (PCE) are cached: `None` = `<params_dir>/cuzk-pce`.
     pub pce_dir: Option<PathBuf>,
     /// Devices.
     pub devices: DeviceChoice,
@@ -109,6 +108,11 @@ pub struct EngineConfig {
     /// Streams every circuit's bases in chunks of this many G1 points, even where they
     /// would fit resident (`None`: automatic). For tests and benchmarks of the streamed path.
     pub gpu_stream_chunk: Option<usize>,
+    /// Where the GPUs' compiled kernel modules are read and stored (`None`:
+    /// `$XDG_CACHE_HOME/cuzk/kernels`, else `~/.cache/cuzk/kernels`). A module missing there
+    /// is compiled with NVRTC at its first use on each device (tens of seconds for the G2
+    /// MSM's).
+    pub kernel_cache: Option<PathBuf>,
     /// OS niceness (0-19) of the threads that synthesise (the synthesis workers, and the
     /// engine's own pool, one thread per core, for synthesis's parallel loops). Above the
     /// device and verification threads' 0, so that a device thread never waits for a core
@@ -140,6 +144,7 @@ impl EngineConfig {
             gpu_pipeline_depth: 2,
             gpu_memory_limit: None,
             gpu_stream_chunk: None,
+            kernel_cache: None,
             synthesis_niceness: DEFAULT_SYNTHESIS_NICENESS,
         }
     }

@@ -63,10 +63,12 @@ pub struct Engine {
 pub fn cuda_driver(config: &EngineConfig) -> CudaDriver {
     use cuzk_engine::cuda::CudaBackend;
     let (limit, chunk) = (config.gpu_memory_limit, config.gpu_stream_chunk);
+    let kernels = config.kernel_cache.clone();
     let opener: crate::driver::GpuOpener = Arc::new(move |ordinal| {
         let backend = CudaBackend::open(ordinal)?
             .with_memory_limit(limit)
-            .with_stream_chunk(chunk);
+            .with_stream_chunk(chunk)
+            .with_kernel_cache(kernels.clone());
         Ok(Box::new(backend) as Box<dyn cuzk_engine::Backend>)
     });
     gpu_driver(config, opener).with_pipeline_depth(config.gpu_pipeline_depth)
@@ -79,10 +81,12 @@ pub fn cuda_driver(config: &EngineConfig) -> CudaDriver {
 pub fn dual_driver(config: &EngineConfig) -> CudaDriver {
     use cuzk_engine::cuda::ops::CudaOps;
     let (limit, chunk) = (config.gpu_memory_limit, config.gpu_stream_chunk);
+    let kernels = config.kernel_cache.clone();
     let opener: crate::driver::GpuOpener = Arc::new(move |ordinal| {
         let gpu = CudaOps::open(ordinal)?
             .with_memory_limit(limit)
-            .with_stream_chunk(chunk);
+            .with_stream_chunk(chunk)
+            .with_kernel_cache(kernels.clone());
         Ok(Box::new(cuzk_engine::DualBackend::with_gpu(gpu)) as Box<dyn cuzk_engine::Backend>)
     });
     gpu_driver(config, opener)

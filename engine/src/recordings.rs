@@ -1,8 +1,8 @@
 //! The PCE store: each circuit shape's recorded constraint system, recorded once per process
 //! (or loaded from its cache file) and shared by every proof of that shape.
 //!
-//! Cache files live in `$CUZK_PCE_CACHE`, else `<parameter dir>/cuzk-pce/`, named by the
-//! circuit identity. A file that is corrupt, truncated, of another format version or of
+//! Cache files live in `<parameter dir>/cuzk-pce/` (or where the front end's configuration
+//! says), named by the circuit identity. A file that is corrupt, truncated, of another format version or of
 //! another circuit is reported (a warning), rebuilt and overwritten: never used.
 
 use std::collections::HashMap;

@@ -48,12 +48,10 @@ pub struct SrsStore {
 
 impl SrsStore {
     /// A store over `dir` (nothing is read yet). Recorded circuits (PCE) are cached in
-    /// `$CUZK_PCE_CACHE`, else `<dir>/cuzk-pce`.
+    /// `<dir>/cuzk-pce` unless [`SrsStore::with_pce_dir`] names another directory.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
-        let pce_dir = std::env::var_os("CUZK_PCE_CACHE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| dir.join("cuzk-pce"));
+        let pce_dir = dir.join("cuzk-pce");
         SrsStore {
             dir,
             slots: Mutex::new(HashMap::new()),

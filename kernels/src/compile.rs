@@ -334,12 +334,11 @@ fn fnv128(parts: &[&[u8]]) -> u128 {
     h
 }
 
-/// Directory of the CUBIN cache: `$CUZK_KERNEL_CACHE`, else `$XDG_CACHE_HOME/cuzk/kernels`,
-/// else `$HOME/.cache/cuzk/kernels`, else the system temporary directory.
-pub fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("CUZK_KERNEL_CACHE") {
-        return PathBuf::from(d);
-    }
+/// The CUBIN cache a device uses unless its front end names one
+/// ([`crate::GpuDevice::set_kernel_cache`]): `$XDG_CACHE_HOME/cuzk/kernels`, else
+/// `$HOME/.cache/cuzk/kernels` (the XDG base-directory convention), else the system
+/// temporary directory.
+pub fn default_cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
         return PathBuf::from(d).join("cuzk").join("kernels");
     }
@@ -351,27 +350,40 @@ pub fn cache_dir() -> PathBuf {
 
 /// Cache file for a module: keyed by a hash of source, options and NVRTC version.
 pub fn cache_path(dir: &Path, module: &KernelModule, arch: &str) -> Result<PathBuf> {
+    cache_path_with(dir, module, arch, &[])
+}
+
+/// As [`cache_path`] for a compilation with `extra` NVRTC options
+/// ([`compile_module_with`]): the options are part of the key.
+pub fn cache_path_with(
+    dir: &Path,
+    module: &KernelModule,
+    arch: &str,
+    extra: &[&str],
+) -> Result<PathBuf> {
     let (major, minor) = nvrtc_version()?;
     let version = format!("nvrtc {major}.{minor}");
     let src = module.source();
-    let opts = options(arch).join(" ");
+    let mut opts = options(arch);
+    opts.extend(extra.iter().map(|s| s.to_string()));
+    let opts = opts.join(" ");
     let h = fnv128(&[src.as_bytes(), opts.as_bytes(), version.as_bytes()]);
     Ok(dir.join(format!("{}-{arch}-{h:032x}.cubin", module.name)))
 }
 
-/// The CUBIN of `module` for `arch`, from the disk cache when present, else compiled and
-/// stored (written to a temporary file, then renamed, so readers never see half a file).
-/// Cache write failures are logged and ignored; the compiled CUBIN is still returned.
-pub fn load_or_compile(module: &KernelModule, arch: &str) -> Result<(Vec<u8>, bool)> {
-    let dir = cache_dir();
-    let path = cache_path(&dir, module, arch)?;
+/// The CUBIN of `module` for `arch`, from the disk cache in `dir` when present, else
+/// compiled and stored there (written to a temporary file, then renamed, so readers never see
+/// half a file). Cache write failures are logged and ignored; the compiled CUBIN is still
+/// returned.
+pub fn load_or_compile(dir: &Path, module: &KernelModule, arch: &str) -> Result<(Vec<u8>, bool)> {
+    let path = cache_path(dir, module, arch)?;
     if let Ok(bytes) = std::fs::read(&path) {
         if !bytes.is_empty() {
             return Ok((bytes, true));
         }
     }
     let cubin = compile_module(module, arch)?;
-    if let Err(e) = store(&dir, &path, &cubin) {
+    if let Err(e) = store(dir, &path, &cubin) {
         tracing::warn!(error = %e, "could not write the kernel cache");
     }
     Ok((cubin, false))
@@ -390,8 +402,8 @@ fn store(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Removes a cache entry (used when the driver rejects a cached CUBIN).
-pub(crate) fn evict(module: &KernelModule, arch: &str) {
-    if let Ok(p) = cache_path(&cache_dir(), module, arch) {
+pub(crate) fn evict(dir: &Path, module: &KernelModule, arch: &str) {
+    if let Ok(p) = cache_path(dir, module, arch) {
         let _ = std::fs::remove_file(p);
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{
@@ -101,6 +102,9 @@ pub struct GpuDevice {
     pub(crate) bounce: BouncePool,
     /// Which operations time their steps apart (off unless set; copied to side streams).
     step_timing: StepTiming,
+    /// Directory of the CUBIN cache ([`compile::default_cache_dir`] unless set; copied to
+    /// side streams).
+    kernel_cache: PathBuf,
 }
 
 impl fmt::Debug for GpuDevice {
@@ -203,6 +207,7 @@ impl GpuDevice {
         Ok(Self {
             bounce: BouncePool::new(ctx.clone()),
             step_timing: StepTiming::default(),
+            kernel_cache: compile::default_cache_dir(),
             ctx,
             stream,
             ordinal,
@@ -350,6 +355,7 @@ impl GpuDevice {
             ntt_top: self.ntt_top.clone(),
             bounce: self.bounce.clone(),
             step_timing: self.step_timing,
+            kernel_cache: self.kernel_cache.clone(),
         })
     }
 
@@ -363,6 +369,19 @@ impl GpuDevice {
     /// inherit it.
     pub fn set_step_timing(&mut self, timing: StepTiming) {
         self.step_timing = timing;
+    }
+
+    /// The directory whose CUBINs [`GpuDevice::load_module`] reads before compiling, and
+    /// where it stores what it compiled.
+    pub fn kernel_cache(&self) -> &Path {
+        &self.kernel_cache
+    }
+
+    /// Reads and stores compiled modules in `dir` from now on (modules already loaded stay);
+    /// side streams made afterwards inherit it. Front ends set it from their configuration
+    /// before the first proof.
+    pub fn set_kernel_cache(&mut self, dir: PathBuf) {
+        self.kernel_cache = dir;
     }
 
     /// Waits until all queued work on the device's stream has finished.
@@ -388,14 +407,14 @@ impl GpuDevice {
         }
         let span = tracing::info_span!("load_module", module = module.name, arch = %self.arch, pci = %self.pci);
         let _g = span.enter();
-        let (cubin, cached) = compile::load_or_compile(module, &self.arch)?;
+        let (cubin, cached) = compile::load_or_compile(&self.kernel_cache, module, &self.arch)?;
         let mut names = entry_names(&cubin);
         let loaded = match self.ctx.load_module(Ptx::from_binary(cubin)) {
             Ok(m) => m,
             Err(e) if cached => {
                 // a corrupt or stale cache entry: drop it and compile afresh
                 tracing::warn!(error = %e, "cached CUBIN rejected by the driver; recompiling");
-                compile::evict(module, &self.arch);
+                compile::evict(&self.kernel_cache, module, &self.arch);
                 let cubin = compile::compile_module(module, &self.arch)?;
                 names = entry_names(&cubin);
                 self.ctx

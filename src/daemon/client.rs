@@ -67,8 +67,8 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// `cuzk client`: drive a running daemon.
 #[derive(Args, Debug)]
 pub struct ClientArgs {
-    /// Daemon address (default: $CUZK_ADDRESS, else unix:///run/curio/cuzk.sock).
-    #[arg(long, global = true)]
+    /// Daemon address (default: unix:///run/curio/cuzk.sock).
+    #[arg(long, global = true, env = "CUZK_ADDRESS")]
     pub addr: Option<String>,
     /// What to do.
     #[command(subcommand)]
@@ -148,7 +148,6 @@ fn priority_value(name: Option<&str>) -> Result<i32> {
 pub fn run(args: ClientArgs) -> Result<()> {
     let addr = args
         .addr
-        .or_else(|| std::env::var("CUZK_ADDRESS").ok())
         .unwrap_or_else(|| format!("unix://{DEFAULT_SOCKET}"));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -33,6 +33,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("CUZK_LOG", "daemon.log_filter"),
     ("CUZK_DEVICES", "devices.gpus"),
     ("CUZK_BACKEND", "devices.backend"),
+    ("CUZK_KERNEL_CACHE", "devices.kernel_cache"),
     ("CUZK_HOST_MEMORY_BUDGET", "memory.host_budget"),
     ("CUZK_PARAMS_DIR", "params.dir"),
     ("CUZK_PCE_CACHE", "params.pce_dir"),
@@ -149,6 +150,10 @@ pub struct DevicesSection {
     /// OS niceness of the synthesis threads, 0 to 19: above the device threads' 0, so that
     /// a device never waits for a core behind synthesis; 0 = as the daemon.
     pub synthesis_niceness: i32,
+    /// Where compiled GPU kernels are cached; default `$XDG_CACHE_HOME/cuzk/kernels`, else
+    /// `~/.cache/cuzk/kernels`.
+    #[serde(deserialize_with = "empty_path_is_none")]
+    pub kernel_cache: Option<PathBuf>,
 }
 
 impl Default for DevicesSection {
@@ -161,6 +166,7 @@ impl Default for DevicesSection {
             memory_limit: ByteSize(0),
             stream_chunk_points: 0,
             synthesis_niceness: cuzk_actors::DEFAULT_SYNTHESIS_NICENESS,
+            kernel_cache: None,
         }
     }
 }
@@ -198,7 +204,7 @@ pub struct ParamsSection {
     /// `/var/tmp/filecoin-proof-parameters`.
     #[serde(deserialize_with = "empty_path_is_none")]
     pub dir: Option<PathBuf>,
-    /// Recorded-circuit (PCE) cache; default `$CUZK_PCE_CACHE`, else `<dir>/cuzk-pce`.
+    /// Recorded-circuit (PCE) cache; default `<dir>/cuzk-pce`.
     #[serde(deserialize_with = "empty_path_is_none")]
     pub pce_dir: Option<PathBuf>,
     /// Circuits to load at start (`wpost-32g`, `winning-32g`, ...).
@@ -213,11 +219,9 @@ impl ParamsSection {
 
     /// The PCE directory after defaults.
     pub fn pce_dir(&self) -> PathBuf {
-        self.pce_dir.clone().unwrap_or_else(|| {
-            std::env::var_os("CUZK_PCE_CACHE")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| self.dir().join("cuzk-pce"))
-        })
+        self.pce_dir
+            .clone()
+            .unwrap_or_else(|| self.dir().join("cuzk-pce"))
     }
 }
 
@@ -598,6 +602,25 @@ mod tests {
         assert_eq!(c.devices.gpus.len(), 2);
         assert_eq!(c.memory.host_budget, ByteSize(64 << 30));
         assert_eq!(c.limits.job_timeout_secs, 90);
+    }
+
+    #[test]
+    fn cache_directories_come_from_the_file_or_the_environment_else_their_defaults() {
+        let c = DaemonConfig::parse("[params]\ndir = \"/p\"\n", "t", no_env).unwrap();
+        assert_eq!(c.params.pce_dir(), PathBuf::from("/p/cuzk-pce"));
+        assert_eq!(c.devices.kernel_cache, None);
+        let file = "[params]\npce_dir = \"/f/pce\"\n[devices]\nkernel_cache = \"/f/k\"\n";
+        let c = DaemonConfig::parse(file, "t", no_env).unwrap();
+        assert_eq!(c.params.pce_dir(), PathBuf::from("/f/pce"));
+        assert_eq!(c.devices.kernel_cache, Some(PathBuf::from("/f/k")));
+        let env = |k: &str| match k {
+            "CUZK_PCE_CACHE" => Some("/e/pce".to_string()),
+            "CUZK_KERNEL_CACHE" => Some("/e/k".to_string()),
+            _ => None,
+        };
+        let c = DaemonConfig::parse(file, "t", env).unwrap();
+        assert_eq!(c.params.pce_dir(), PathBuf::from("/e/pce"));
+        assert_eq!(c.devices.kernel_cache, Some(PathBuf::from("/e/k")));
     }
 
     #[test]

@@ -341,6 +341,7 @@ pub fn engine_config(
     let l = &config.limits;
     let mut ec = EngineConfig::new(config.params.dir());
     ec.pce_dir = Some(config.params.pce_dir());
+    ec.kernel_cache = config.devices.kernel_cache.clone();
     ec.devices = devices;
     ec.gpu_pipeline_depth = config.devices.pipeline_depth;
     ec.gpu_memory_limit = match config.devices.memory_limit.0 {

@@ -101,9 +101,21 @@ pub fn run_config(cmd: ConfigCmd) -> Result<()> {
     }
 }
 
-/// Loads the configuration for `cuzk daemon`: file, environment, then flags (`params_dir`
-/// is the CLI's global `--params-dir`).
-pub fn load_config(args: &DaemonArgs, params_dir: Option<PathBuf>) -> Result<DaemonConfig> {
+/// The CLI's global directory flags (`--params-dir`, `--pce-dir`, `--kernel-cache`): where
+/// given, they override the configuration file and its environment variables.
+#[derive(Clone, Debug, Default)]
+pub struct DirFlags {
+    /// Parameter directory.
+    pub params: Option<PathBuf>,
+    /// Recorded-circuit (PCE) cache.
+    pub pce: Option<PathBuf>,
+    /// Compiled GPU kernels' cache.
+    pub kernel_cache: Option<PathBuf>,
+}
+
+/// Loads the configuration for `cuzk daemon`: file, environment, then flags (`dirs` are
+/// the CLI's global directory flags).
+pub fn load_config(args: &DaemonArgs, dirs: DirFlags) -> Result<DaemonConfig> {
     let mut c = DaemonConfig::load(args.config.as_deref(), |k| std::env::var(k).ok())?;
     if let Some(l) = &args.listen {
         c.daemon.listen = l.parse()?;
@@ -114,8 +126,14 @@ pub fn load_config(args: &DaemonArgs, params_dir: Option<PathBuf>) -> Result<Dae
     if let Some(l) = &args.log_level {
         c.daemon.log_filter = l.clone();
     }
-    if let Some(d) = params_dir {
+    if let Some(d) = dirs.params {
         c.params.dir = Some(d);
+    }
+    if let Some(d) = dirs.pce {
+        c.params.pce_dir = Some(d);
+    }
+    if let Some(d) = dirs.kernel_cache {
+        c.devices.kernel_cache = Some(d);
     }
     if let Some(e) = &args.otlp_endpoint {
         c.telemetry.otlp_endpoint = Some(e.clone());
@@ -124,8 +142,8 @@ pub fn load_config(args: &DaemonArgs, params_dir: Option<PathBuf>) -> Result<Dae
 }
 
 /// Runs `cuzk daemon` until a signal stops it. Installs logging.
-pub fn run_daemon(args: DaemonArgs, params_dir: Option<PathBuf>) -> Result<()> {
-    let config = load_config(&args, params_dir)?;
+pub fn run_daemon(args: DaemonArgs, dirs: DirFlags) -> Result<()> {
+    let config = load_config(&args, dirs)?;
     let telemetry = logging::init(&config.daemon, &config.telemetry)?;
     for note in &config.notes {
         tracing::warn!(%note, "configuration");

@@ -24,7 +24,8 @@
 //!
 //! Usage on a GPU machine:
 //! `gpu_partition_bench [--shape porep|porep-measured|window-post|snap] [--log-m 27] [--check-log-m 16] [--runs 3] [--b-g2 device|host|both]
-//! [--upload staged|pageable|ahead|all] [--masks resident|fresh|both] [--profile msm|ntt|all] [--budgets 0,24,20,16] [--batch 10]`
+//! [--upload staged|pageable|ahead|all] [--masks resident|fresh|both] [--profile msm|ntt|all] [--budgets 0,24,20,16] [--batch 10]
+//! [--kernel-cache DIR]`
 //! (`--log-m 0` skips the large run; `--masks fresh` makes the density masks for each partition instead of keeping
 //! them on the device between partitions, as the backend does; `--b-g2 host` computes
 //! B in G2 on the host's cores while the device works; `--upload pageable` copies the assignment
@@ -38,7 +39,8 @@
 //! plans it) with the bases streamed from page-locked host memory where they do not fit,
 //! printing the chunk, the bytes moved, the link's bandwidth and the driver's peak of device
 //! memory; with `--batch K`, each streamed budget then also proves batches of K copies of
-//! the partition whose L, A and B bases cross the link once a batch.
+//! the partition whose L, A and B bases cross the link once a batch. `--kernel-cache` names
+//! the directory of compiled kernels (default: `$XDG_CACHE_HOME/cuzk/kernels`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -366,6 +368,8 @@ struct Options {
     budgets: Vec<u64>,
     /// After each streamed budget's single runs, batches of this many copies (1: none).
     batch: usize,
+    /// Where compiled kernels are read and stored (`None`: the default cache).
+    kernel_cache: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -425,6 +429,7 @@ impl Options {
             timing,
             budgets,
             batch: arg(args, "--batch", 1).max(1),
+            kernel_cache: flag("--kernel-cache").map(Into::into),
         })
     }
 }
@@ -433,7 +438,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let opts = Options::parse(&args)?;
     let (kind, log_m, runs) = (opts.kind, opts.log_m, opts.runs);
-    let mut gpu = CudaBackend::open(0)?.with_step_timing(opts.timing);
+    let mut gpu = CudaBackend::open(0)?
+        .with_step_timing(opts.timing)
+        .with_kernel_cache(opts.kernel_cache.clone());
     println!(
         "# gpu_partition_bench on {} (PCI {}, {} GiB), {} CPU threads",
         gpu.device_name(),

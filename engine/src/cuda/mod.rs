@@ -298,6 +298,15 @@ impl CudaBackend {
         self
     }
 
+    /// Reads and stores compiled kernel modules in `dir` (`None`: the default, `cuzk_kernels::compile::default_cache_dir`).
+    /// Set before the first proof: modules already loaded stay as they are.
+    pub fn with_kernel_cache(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        if let Some(dir) = dir {
+            self.dev.set_kernel_cache(dir);
+        }
+        self
+    }
+
     /// Streams every circuit's bases in chunks of `chunk` G1 points (`None`: resident where
     /// they fit, else the largest chunk that fits). For tests and benchmarks of the streamed
     /// path; the proofs are the same either way.

@@ -235,6 +235,15 @@ impl CudaOps {
         self
     }
 
+    /// Reads and stores compiled kernel modules in `dir` (`None`: the default, as [`super::CudaBackend::with_kernel_cache`]).
+    /// Set before the first proof: modules already loaded stay as they are.
+    pub fn with_kernel_cache(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        if let Some(dir) = dir {
+            self.dev.set_kernel_cache(dir);
+        }
+        self
+    }
+
     /// Streams every circuit's bases in chunks of `chunk` G1 points (`None`: resident
     /// where they fit), as [`super::CudaBackend::with_stream_chunk`] does.
     pub fn with_stream_chunk(mut self, chunk: Option<usize>) -> Self {

@@ -37,6 +37,15 @@ impl ProductsOn {
         Ok(ProductsOn::Gpu(Box::new(dev)))
     }
 
+    /// Reads and stores the GPU's compiled kernel modules in `dir` (`None`, or on the CPU:
+    /// as it was).
+    pub fn with_kernel_cache(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        if let (ProductsOn::Gpu(dev), Some(dir)) = (&mut self, dir) {
+            dev.set_kernel_cache(dir);
+        }
+        self
+    }
+
     /// GPU 0 when the CUDA driver finds one, else the host's cores.
     pub fn auto() -> ProductsOn {
         if cuzk_kernels::driver_present() && cuzk_kernels::device_count() > 0 {

@@ -2,8 +2,9 @@
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
 //! Usage: `kernels_bench [--quick] [--max-log N] [--only ntt|g1|g2|overlap|chunked|batch]
-//! [--profile msm|ntt|all]` on a GPU machine (`--profile` prints the time of each step of the
-//! MSMs, of the transforms' passes, or both, which slows them: `cuzk_kernels::profile`). Times are medians of several runs after a warm-up, each run ending with a device
+//! [--profile msm|ntt|all] [--kernel-cache DIR]` on a GPU machine (`--profile` prints the time
+//! of each step of the MSMs, of the transforms' passes, or both, which slows them:
+//! `cuzk_kernels::profile`; `--kernel-cache` names the CUBIN cache). Times are medians of several runs after a warm-up, each run ending with a device
 //! synchronisation. MSM times are with bases and scalars already on the device; the "+ H2D"
 //! column adds uploading scalars from the host;
 //! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
@@ -139,6 +140,11 @@ fn run() -> BenchResult {
     };
     let mut dev = GpuDevice::open(0)?;
     dev.set_step_timing(timing);
+    // --kernel-cache DIR: where compiled modules are read and stored
+    if let Some(i) = args.iter().position(|a| a == "--kernel-cache") {
+        let dir = args.get(i + 1).ok_or("--kernel-cache takes a directory")?;
+        dev.set_kernel_cache(dir.into());
+    }
     println!(
         "# cuzk-kernels bench on {} ({}, PCI {}, {} GiB)",
         dev.name(),

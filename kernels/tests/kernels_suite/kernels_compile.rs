@@ -199,3 +199,25 @@ fn kernels_compile_reports_the_nvrtc_log() {
         "the error should carry NVRTC's log: {err}"
     );
 }
+
+/// A device reads its modules from the cache directory it is given: an entry placed at a
+/// module's key in a fresh directory is what `load_or_compile` returns, marked cached,
+/// without compiling; the same module in another directory is not found there.
+#[test]
+fn modules_are_read_from_the_cache_directory_given() {
+    use cuzk_kernels::compile::{cache_path, load_or_compile};
+    let root = std::env::temp_dir().join(format!("cuzk-kernel-cache-{}", std::process::id()));
+    let (given, other) = (root.join("given"), root.join("other"));
+    std::fs::create_dir_all(&given).expect("a temporary directory");
+    let module = &MODULES[0];
+    let entry = cache_path(&given, module, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    assert!(entry.starts_with(&given), "{}", entry.display());
+    std::fs::write(&entry, b"a cached cubin").expect("write the entry");
+    let (bytes, cached) =
+        load_or_compile(&given, module, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    assert!(cached);
+    assert_eq!(bytes, b"a cached cubin");
+    let elsewhere = cache_path(&other, module, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    assert!(!elsewhere.exists());
+    std::fs::remove_dir_all(&root).expect("clean up");
+}
