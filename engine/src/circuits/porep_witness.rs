@@ -259,6 +259,23 @@ fn parent_labels(
     Ok(labels)
 }
 
+/// The rows of each of `parents`' columns, allocated by `alloc` in a scratch system (the
+/// circuit's columns keep their rows private; their type is the circuit's own, named only
+/// through `alloc`).
+fn column_rows<C: Clone>(
+    parents: &[C],
+    alloc: impl Fn(C, &mut WitnessCs) -> std::result::Result<(), SynthesisError>,
+) -> std::result::Result<Vec<Vec<Scalar>>, SynthesisError> {
+    parents
+        .iter()
+        .map(|parent| {
+            let mut scratch = fresh();
+            alloc(parent.clone(), &mut scratch)?;
+            Ok(scratch.aux)
+        })
+        .collect()
+}
+
 /// One piece of one of `challenges` as a function of the challenge's index, the piece and
 /// (for the tail only) the challenge's labels.
 fn piece_fn<Tree: 'static + MerkleTreeTrait>(
@@ -272,22 +289,15 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
     );
     let missing = || SynthesisError::AssignmentMissing;
 
-    // Each challenge's parents' columns, read once for all its labelings (allocated in a
-    // scratch system: the circuit's columns keep their rows private).
+    // Each challenge's parents' columns, read once for all its labelings.
     let mut columns: Vec<ParentColumns> = Vec::with_capacity(proofs.len());
     for p in &proofs {
-        let mut drg = Vec::with_capacity(p.drg_parents_proofs.len());
-        for parent in &p.drg_parents_proofs {
-            let mut scratch = fresh();
-            parent.clone().alloc(&mut scratch)?;
-            drg.push(scratch.aux);
-        }
-        let mut exp = Vec::with_capacity(p.exp_parents_proofs.len());
-        for parent in &p.exp_parents_proofs {
-            let mut scratch = fresh();
-            parent.clone().alloc(&mut scratch)?;
-            exp.push(scratch.aux);
-        }
+        let drg = column_rows(p.drg_parents_proofs.as_slice(), |c, cs| {
+            c.alloc(cs).map(drop)
+        })?;
+        let exp = column_rows(p.exp_parents_proofs.as_slice(), |c, cs| {
+            c.alloc(cs).map(drop)
+        })?;
         columns.push((drg, exp));
     }
 
