@@ -2,8 +2,8 @@
 //! (or loaded from its cache file) and shared by every proof of that shape.
 //!
 //! Cache files live in `<parameter dir>/cuzk-pce/` (or where the front end's configuration
-//! says), named by the circuit identity. A file that is corrupt, truncated, of another format version or of
-//! another circuit is reported (a warning), rebuilt and overwritten: never used.
+//! says), named by the circuit identity. A file that is corrupt, truncated, of another format
+//! version or of another circuit is reported (a warning), rebuilt and overwritten: never used.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

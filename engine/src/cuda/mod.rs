@@ -298,8 +298,9 @@ impl CudaBackend {
         self
     }
 
-    /// Reads and stores compiled kernel modules in `dir` (`None`: the default, `cuzk_kernels::compile::default_cache_dir`).
-    /// Set before the first proof: modules already loaded stay as they are.
+    /// Reads and stores compiled kernel modules in `dir` (`None`: the default,
+    /// `cuzk_kernels::compile::default_cache_dir`). Set before the first proof: modules
+    /// already loaded stay as they are.
     pub fn with_kernel_cache(mut self, dir: Option<std::path::PathBuf>) -> Self {
         if let Some(dir) = dir {
             self.dev.set_kernel_cache(dir);

@@ -235,8 +235,8 @@ impl CudaOps {
         self
     }
 
-    /// Reads and stores compiled kernel modules in `dir` (`None`: the default, as [`super::CudaBackend::with_kernel_cache`]).
-    /// Set before the first proof: modules already loaded stay as they are.
+    /// Reads and stores compiled kernel modules in `dir` (`None`: the default), as
+    /// [`super::CudaBackend::with_kernel_cache`] does.
     pub fn with_kernel_cache(mut self, dir: Option<std::path::PathBuf>) -> Self {
         if let Some(dir) = dir {
             self.dev.set_kernel_cache(dir);

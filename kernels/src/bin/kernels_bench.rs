@@ -4,10 +4,10 @@
 //! Usage: `kernels_bench [--quick] [--max-log N] [--only ntt|g1|g2|overlap|chunked|batch]
 //! [--profile msm|ntt|all] [--kernel-cache DIR]` on a GPU machine (`--profile` prints the time
 //! of each step of the MSMs, of the transforms' passes, or both, which slows them:
-//! `cuzk_kernels::profile`; `--kernel-cache` names the CUBIN cache). Times are medians of several runs after a warm-up, each run ending with a device
-//! synchronisation. MSM times are with bases and scalars already on the device; the "+ H2D"
-//! column adds uploading scalars from the host;
-//! the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
+//! `cuzk_kernels::profile`; `--kernel-cache` names the CUBIN cache). Times are medians of
+//! several runs after a warm-up, each run ending with a device synchronisation. MSM times are
+//! with bases and scalars already on the device; the "+ H2D" column adds uploading scalars
+//! from the host; the "Filecoin scalars" column is the same MSM over witness-shaped scalars (40% zero, 35%
 //! one, 15% below 2^32, 10% full width: `testdata::filecoin_scalars`).
 //! Points: 2^22 distinct random G1 points (2^20 for G2), repeated to fill larger sizes. G1
 //! runs up to 2^28 points where the device and the host have the memory for it (an H200
