@@ -383,18 +383,22 @@ pub fn load_or_compile(dir: &Path, module: &KernelModule, arch: &str) -> Result<
         }
     }
     let cubin = compile_module(module, arch)?;
-    if let Err(e) = store(dir, &path, &cubin) {
+    if let Err(e) = store(&path, &cubin) {
         tracing::warn!(error = %e, "could not write the kernel cache");
     }
     Ok((cubin, false))
 }
 
-fn store(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes a cache entry at `path` (its directory made if missing) through a temporary file
+/// renamed into place, so that a reader never sees half an entry.
+pub fn store(path: &Path, bytes: &[u8]) -> Result<()> {
     let io = |p: &Path| {
         let p = p.to_path_buf();
         move |source| Error::Cache { path: p, source }
     };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+    }
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, bytes).map_err(io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io(path))?;

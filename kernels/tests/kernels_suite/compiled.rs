@@ -12,7 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use cuzk_kernels::compile::{cache_path_with, compile_module_with, map_modules, KernelModule};
+use cuzk_kernels::compile::{
+    cache_path_with, compile_module_with, map_modules, store, KernelModule,
+};
 
 /// A module's CUBIN and NVRTC's log, or NVRTC's error.
 pub type Compiled = Result<(Vec<u8>, String), String>;
@@ -55,16 +57,8 @@ fn kept_or_compiled(dir: &Path, module: &KernelModule) -> Compiled {
         }
     }
     let (cubin, log) = compile_module_with(module, ARCH, VERBOSE).map_err(|e| e.to_string())?;
-    let keep = || -> std::io::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        for (path, bytes) in [(&log_path, log.as_bytes()), (&cubin_path, &cubin[..])] {
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::write(&tmp, bytes)?;
-            std::fs::rename(&tmp, path)?;
-        }
-        Ok(())
-    };
-    if let Err(e) = keep() {
+    let keep = store(&log_path, log.as_bytes()).and_then(|()| store(&cubin_path, &cubin));
+    if let Err(e) = keep {
         eprintln!("{}: not kept in {}: {e}", module.name, dir.display());
     }
     Ok((cubin, log))
