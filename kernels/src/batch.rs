@@ -26,7 +26,7 @@ use crate::curve::MsmCurve;
 use crate::device::{check_len, DeviceBuffer, GpuDevice};
 use crate::error::{Error, Result};
 use crate::layout::DeviceElem;
-use crate::msm::{cfg, check_range, marks, BucketLists, Buckets, Source};
+use crate::msm::{cfg, check_range, marks, BucketLists, Buckets, Source, WindowSpan};
 use crate::ones::DeviceOnesAndRest;
 use crate::profile::Steps;
 use crate::stream::BaseRing;
@@ -125,7 +125,8 @@ impl GpuDevice {
         for ((set, points), acc) in sets.iter().zip(&gathered).zip(&mut out) {
             if let (Some(points), Some((_, values))) = (points, set.rest_parts()) {
                 let n = points.len();
-                *acc += self.msm_over(Source::<C>::Device(points), 0..n, values, 0, chunk)?;
+                let points = Source::<C>::Device(points);
+                *acc += self.msm_over(points, 0..n, values, 0, chunk, WindowSpan::Chunk)?;
             }
         }
         Ok(out)

@@ -55,7 +55,10 @@ pub use compact::DeviceBitmap;
 pub use curve::{MsmCurve, G1, G2};
 pub use device::{device_count, driver_present, DeviceBuffer, GpuDevice, PciId};
 pub use error::{Error, Result};
-pub use msm::{msm_scratch_bytes, Bases, G1Bases, G2Bases, SortedScalars};
+pub use msm::{
+    msm_scratch_bytes, streamed_msm_scratch_bytes, Bases, G1Bases, G2Bases, SortedScalars,
+    WindowSpan,
+};
 pub use ntt::{coset_z_inverse, NttKind, NttOptions};
 pub use ones::{DeviceOnesAndRest, OnesAndRest};
 pub use profile::StepTiming;

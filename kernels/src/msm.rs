@@ -136,23 +136,53 @@ impl WindowPlan {
     /// plan as before ([`window_bits`], ceil(256 / c) windows); Filecoin's witnesses, mostly
     /// 0 and 1, get fewer windows.
     pub fn choose(hist: &[u32], n: usize) -> Option<WindowPlan> {
+        Self::choose_for(hist, n, n)
+    }
+
+    /// The plan for a chunk of `n` scalars with `hist[b]` of bit length b, chosen for an MSM
+    /// of `total` >= `n` scalars of the same mix whose chunks add to one set of bucket sums
+    /// ([`WindowSpan::Whole`]): the digits are counted as `total / n` times the chunk's and
+    /// the running sums once, so c may be as wide as [`window_bits`]`(total)` (at most
+    /// [`MAX_CHUNK`]'s, so that the buckets stay within [`streamed_msm_scratch_bytes`]). With
+    /// `total == n`, [`WindowPlan::choose`].
+    pub fn choose_for(hist: &[u32], n: usize, total: usize) -> Option<WindowPlan> {
         let max_bits = hist.iter().rposition(|&h| h > 0).filter(|&b| b > 0)? as u32;
-        let widest = window_bits(n);
+        let total = total.max(n);
+        let widest = window_bits(total.min(MAX_CHUNK).max(n));
         (8..=widest)
             .map(|c| {
                 // a window's raw value is below 2^(c-1) in the top window, so its carry fits
                 let windows = (max_bits + 1).div_ceil(c);
-                let digits: u64 = hist
+                let digits: u128 = hist
                     .iter()
                     .enumerate()
-                    .map(|(b, &h)| u64::from(h) * (b as u64).div_ceil(u64::from(c)))
+                    .map(|(b, &h)| u128::from(h) * (b as u128).div_ceil(u128::from(c)))
                     .sum();
-                let cost = digits + 3 * u64::from(windows) * (1u64 << (c - 1));
+                let scaled = digits * total as u128 / n.max(1) as u128;
+                let cost = scaled + 3 * u128::from(windows) * (1u128 << (c - 1));
                 (cost, WindowPlan { c, windows })
             })
             .min_by_key(|&(cost, p)| (cost, std::cmp::Reverse(p.c)))
             .map(|(_, p)| p)
     }
+}
+
+/// What the window plan of a chunked MSM is chosen for.
+///
+/// A streamed MSM's chunks are as small as the ring's buffers (2^21 points on a 16 GiB
+/// budget), and a plan chosen for 2^21 points has 16-bit windows (16 of them for full-width
+/// scalars) where one for a 2^27-point H query has 20 (13): about 1.2 times the additions.
+/// The chunks of one plan add to one set of bucket sums, so the wider windows' running sums
+/// are paid once for the whole MSM, at the price of their buckets' device memory
+/// ([`streamed_msm_scratch_bytes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowSpan {
+    /// Each chunk planned for its own points (the least scratch: [`msm_scratch_bytes`] of a
+    /// chunk).
+    Chunk,
+    /// Every chunk planned for the whole range ([`WindowPlan::choose_for`]): for MSMs of
+    /// many chunks of full-width scalars, such as the H query's.
+    Whole,
 }
 
 /// Most entries a bin sorted in shared memory may hold: 2^15, in 128 KiB of the 227 KiB an
@@ -489,9 +519,15 @@ impl GpuDevice {
     ) -> Result<C::Projective> {
         check_range(bases.len(), &range)?;
         match bases.buf.as_ref() {
-            Some(buf) => self.msm_over(Source::<C>::Device(buf), range, scalars, from, chunk),
+            Some(buf) => {
+                let bases = Source::<C>::Device(buf);
+                self.msm_over(bases, range, scalars, from, chunk, WindowSpan::Chunk)
+            }
             // no points: the range is empty (checked above); the scalars are still checked
-            None => self.msm_over::<C>(Source::None, range, scalars, from, chunk),
+            None => {
+                let bases = Source::<C>::None;
+                self.msm_over(bases, range, scalars, from, chunk, WindowSpan::Chunk)
+            }
         }
     }
 
@@ -500,10 +536,12 @@ impl GpuDevice {
     /// the next chunk crosses the link while the device accumulates the current one. The
     /// same result as [`GpuDevice::msm_at`] over the same points resident.
     ///
-    /// `host` should be [`crate::PinnedPoints`] memory: from pageable memory each copy
-    /// waits for the device first (correct, slower). The range must lie within `host` and
-    /// the scalars' window within `scalars`.
-    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, n = range.len(), chunk = ring.chunk()))]
+    /// `span` says what each chunk's window plan is chosen for ([`WindowSpan`]); its
+    /// scratch memory is [`streamed_msm_scratch_bytes`]. `host` should be
+    /// [`crate::PinnedPoints`] memory: from pageable memory each copy waits for the device
+    /// first (correct, slower). The range must lie within `host` and the scalars' window
+    /// within `scalars`.
+    #[tracing::instrument(skip_all, fields(pci = %self.pci_id(), curve = C::NAME, n = range.len(), chunk = ring.chunk(), ?span))]
     pub fn msm_streamed<C: MsmCurve>(
         &self,
         host: &[C::Affine],
@@ -511,15 +549,16 @@ impl GpuDevice {
         scalars: &DeviceBuffer<Scalar>,
         from: usize,
         ring: &mut BaseRing<C>,
+        span: WindowSpan,
     ) -> Result<C::Projective> {
         check_range(host.len(), &range)?;
         let chunk = ring.chunk();
-        self.msm_over(Source::Host(host, ring), range, scalars, from, chunk)
+        self.msm_over(Source::Host(host, ring), range, scalars, from, chunk, span)
     }
 
     /// The chunk loop of [`GpuDevice::msm_chunked`] and [`GpuDevice::msm_streamed`]:
-    /// `sum_i scalars[from + i] * bases[range.start + i]`; `range` has been checked against
-    /// the bases.
+    /// `sum_i scalars[from + i] * bases[range.start + i]`, each chunk's window plan chosen as
+    /// `span` says; `range` has been checked against the bases.
     pub(crate) fn msm_over<C: MsmCurve>(
         &self,
         mut bases: Source<'_, C>,
@@ -527,6 +566,7 @@ impl GpuDevice {
         scalars: &DeviceBuffer<Scalar>,
         from: usize,
         chunk: usize,
+        span: WindowSpan,
     ) -> Result<C::Projective> {
         if from
             .checked_add(range.len())
@@ -569,7 +609,11 @@ impl GpuDevice {
             let points = range.start + start..range.start + end;
             let s = scalars.view(from + start..from + end);
             let mut marks = marks(self, C::NAME, end - start);
-            if let Some(lists) = self.bucket_lists::<C>(s, &mut marks)? {
+            let total = match span {
+                WindowSpan::Chunk => end - start,
+                WindowSpan::Whole => range.len(),
+            };
+            if let Some(lists) = self.bucket_lists::<C>(s, total, &mut marks)? {
                 let b = match (&bases, slot) {
                     (Source::Device(buf), _) => buf.view(points.clone()),
                     (Source::Host(_, ring), Some(slot)) => ring.view(slot, points.len()),
@@ -623,7 +667,7 @@ impl GpuDevice {
             });
         }
         let mut marks = marks(self, "sort", len);
-        let lists = self.bucket_lists::<G1>(scalars.view(range), &mut marks)?;
+        let lists = self.bucket_lists::<G1>(scalars.view(range), len, &mut marks)?;
         Ok(SortedScalars { pci, len, lists })
     }
 
@@ -659,16 +703,19 @@ impl GpuDevice {
         }
     }
 
-    /// Steps 1-5 of one chunk (see msm.cu): the scalars' window plan and their bucket lists,
-    /// or `None` when every scalar is zero. Independent of the curve; `C` picks the module
-    /// whose copy of the sorting kernels runs.
+    /// Steps 1-5 of one chunk (see msm.cu): the scalars' window plan (chosen for an MSM of
+    /// `total` such scalars: [`WindowPlan::choose_for`]) and their bucket lists, or `None`
+    /// when every scalar is zero. Independent of the curve; `C` picks the module whose copy
+    /// of the sorting kernels runs.
     fn bucket_lists<C: MsmCurve>(
         &self,
         scalars: CudaView<'_, FrRaw>,
+        total: usize,
         marks: &mut Steps,
     ) -> Result<Option<BucketLists>> {
         let n = scalars.len();
-        let Some((canon, WindowPlan { c, windows: nw })) = self.window_plan::<C>(scalars, marks)?
+        let Some((canon, WindowPlan { c, windows: nw })) =
+            self.window_plan::<C>(scalars, total, marks)?
         else {
             return Ok(None); // every scalar is zero
         };
@@ -703,10 +750,12 @@ impl GpuDevice {
     }
 
     /// Step 1: the scalars as canonical integers (transposed, as the later steps read
-    /// them) and the window plan their bit lengths give; `None` when every scalar is zero.
+    /// them) and the window plan their bit lengths give for an MSM of `total` such scalars;
+    /// `None` when every scalar is zero.
     fn window_plan<C: MsmCurve>(
         &self,
         scalars: CudaView<'_, FrRaw>,
+        total: usize,
         marks: &mut Steps,
     ) -> Result<Option<(CudaSlice<FrRaw>, WindowPlan)>> {
         let n = scalars.len();
@@ -723,7 +772,7 @@ impl GpuDevice {
         // u32 n, u32* hist[257] zeroed).
         unsafe { l.launch(cfg(n, 256)) }.map_err(self.drv("launching msm_scalars"))?;
         let bit_hist = self.read_back(&bit_hist, "reading the scalars' bit lengths")?;
-        let Some(plan) = WindowPlan::choose(&bit_hist, n) else {
+        let Some(plan) = WindowPlan::choose_for(&bit_hist, n, total) else {
             return Ok(None);
         };
         marks.mark(self, "scalars");
@@ -1217,23 +1266,43 @@ impl GpuDevice {
 /// run one after another, so larger `n` needs no more: the bucket sums a chunk hands to the
 /// next are one of the buffers summed here, and the next chunk allocates no buckets of its own.
 pub fn msm_scratch_bytes<C: MsmCurve>(n: usize) -> u64 {
-    let n = n.min(MAX_CHUNK) as u64;
-    if n == 0 {
+    scratch_bytes::<C>(n, n)
+}
+
+/// An upper bound, in bytes, on the device memory [`GpuDevice::msm_streamed`] of `n` points
+/// in chunks of `chunk` allocates besides its ring and scalars: [`msm_scratch_bytes`] of one
+/// chunk with [`WindowSpan::Chunk`]; with [`WindowSpan::Whole`], one chunk's lists beside
+/// the buckets of the widest plan for `n` points (a 2^27-point G1 MSM in chunks of 2^21:
+/// about 5.6 GiB, against 0.7 GiB a chunk planned alone).
+pub fn streamed_msm_scratch_bytes<C: MsmCurve>(n: usize, chunk: usize, span: WindowSpan) -> u64 {
+    let chunk = chunk.min(n);
+    match span {
+        WindowSpan::Chunk => scratch_bytes::<C>(chunk, chunk),
+        WindowSpan::Whole => scratch_bytes::<C>(n, chunk),
+    }
+}
+
+/// The scratch of one chunk of `chunk` points whose plan is chosen for `n` >= `chunk`
+/// points (both counted at most [`MAX_CHUNK`]): the sum of every buffer.
+fn scratch_bytes<C: MsmCurve>(n: usize, chunk: usize) -> u64 {
+    let n = n.min(MAX_CHUNK);
+    let chunk = chunk.min(n) as u64;
+    if chunk == 0 {
         return 0;
     }
-    // The widest plan WindowPlan::choose may pick has the most buckets (windows x 2^(c-1)
-    // grows with c from 8 up); the plan it picks costs no more than that plan, so its digits
-    // are at most that plan's cost, and signed recoding adds at most one carry digit per
-    // scalar.
-    let c = window_bits(n as usize);
+    // The widest plan WindowPlan::choose_for may pick has the most buckets (windows x
+    // 2^(c-1) grows with c from 8 up); the plan it picks costs no more than that plan, its
+    // digits counted n / chunk times (at least once), so a chunk's digits are at most that
+    // plan's cost, and signed recoding adds at most one carry digit per scalar.
+    let c = window_bits(n);
     let nw = u64::from(256u32.div_ceil(c));
     let nbuckets = nw << (c - 1);
-    let entries = n * nw + 3 * nbuckets + n;
+    let entries = chunk * nw + 3 * nbuckets + chunk;
     // the accumulation's runs of k >= 4 * entries / buckets entries: at most buckets / 4 + 1
     // runs, two piece slots each (the bound keeps the former per-bucket parts' 1.25 buckets)
     let nparts = nbuckets + nbuckets / 4 + 1;
     let xyzz = C::XYZZ_LIMBS as u64 * 8;
-    let canon = n * 32;
+    let canon = chunk * 32;
     let counts_offsets_cursor = (3 * nbuckets + 1) * 4;
     let scan_scratch = (2 * nbuckets.div_ceil(8192) + 2) * 4;
     // the bucket lists, and the bucket's low bits of each binned entry (bin_shift)
@@ -1438,6 +1507,74 @@ mod tests {
         let p = WindowPlan::choose(&hist_of(&[(40, 1 << 20)]), 1 << 20).unwrap();
         assert_eq!(p.windows, 41u32.div_ceil(p.c));
         assert!(p.windows * p.c > 40);
+    }
+
+    #[test]
+    fn window_plan_for_the_whole_range_takes_the_wider_windows() {
+        // a 2^21 chunk of random scalars of a 2^27 - 1 H query
+        let (n, total) = (1usize << 21, (1usize << 27) - 1);
+        let h = hist_of(&[
+            (255, (n / 2) as u32),
+            (254, (n / 4) as u32),
+            (253, (n / 4) as u32),
+        ]);
+        let alone = WindowPlan::choose(&h, n).unwrap();
+        let whole = WindowPlan::choose_for(&h, n, total).unwrap();
+        assert_eq!(alone, WindowPlan::choose_for(&h, n, n).unwrap());
+        assert_eq!(alone.c, window_bits(n));
+        assert_eq!(whole.c, window_bits(MAX_CHUNK));
+        assert!(
+            whole.c > alone.c && whole.windows < alone.windows,
+            "{whole:?} {alone:?}"
+        );
+        // never wider than the widest plan of MAX_CHUNK points, whose buckets the scratch
+        // bound counts, however long the range
+        let huge = WindowPlan::choose_for(&h, n, 1 << 40).unwrap();
+        assert!(huge.c <= window_bits(MAX_CHUNK));
+        // a chunk longer than `total` says is planned for itself
+        assert_eq!(WindowPlan::choose_for(&h, n, 10), Some(alone));
+        // mostly ones with a few full-width values: the digits of the ones do not depend
+        // on c, and the whole range's buckets cost once
+        let mixed = hist_of(&[
+            (0, (n / 2) as u32),
+            (1, (n / 2 - n / 64) as u32),
+            (255, (n / 64) as u32),
+        ]);
+        let a = WindowPlan::choose(&mixed, n).unwrap();
+        let w = WindowPlan::choose_for(&mixed, n, total).unwrap();
+        assert!(w.c >= a.c && w.c <= window_bits(MAX_CHUNK), "{w:?} {a:?}");
+        assert_eq!(
+            WindowPlan::choose_for(&hist_of(&[(0, 10)]), 10, total),
+            None
+        );
+    }
+
+    #[test]
+    fn streamed_scratch_counts_the_whole_plans_buckets() {
+        let (n, chunk) = ((1usize << 27) - 1, 1usize << 21);
+        let alone = streamed_msm_scratch_bytes::<G1>(n, chunk, WindowSpan::Chunk);
+        let whole = streamed_msm_scratch_bytes::<G1>(n, chunk, WindowSpan::Whole);
+        assert_eq!(alone, msm_scratch_bytes::<G1>(chunk));
+        // the widest plan's buckets (13 windows of 2^19 G1 XYZZ sums: 1.3 GB) at least
+        let c = window_bits(MAX_CHUNK);
+        let buckets = u64::from(256u32.div_ceil(c)) << (c - 1);
+        assert!(
+            whole >= buckets * 192 + alone - chunk as u64 * 32,
+            "{whole}"
+        );
+        // below the bound of one 2^26 chunk, whose lists are 32 times as long
+        assert!(whole < msm_scratch_bytes::<G1>(n), "{whole}");
+        let gib = whole as f64 / (1u64 << 30) as f64;
+        assert!((3.0..8.0).contains(&gib), "{gib} GiB");
+        // a chunk as long as the range: the same bound either way
+        assert_eq!(
+            streamed_msm_scratch_bytes::<G2>(1000, 4096, WindowSpan::Whole),
+            msm_scratch_bytes::<G2>(1000)
+        );
+        assert_eq!(
+            streamed_msm_scratch_bytes::<G1>(0, chunk, WindowSpan::Whole),
+            0
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ use tracing::{info_span, Span};
 
 use super::masks::QueryMasks;
 use super::resident::DeviceSrs;
-use super::streamed::{HostQueries, Rings};
+use super::streamed::{HostQueries, Rings, H_SPAN, QUERY_SPAN};
 use super::vram::QueryLens;
 use crate::cpu::msm::{msm_g2, Selection};
 use crate::cpu::ntt::Domain;
@@ -241,7 +241,11 @@ impl Queries<'_> {
                     G1Query::A => host.a,
                     G1Query::BG1 => host.b_g1,
                 };
-                dev.msm_streamed(bases, 0..n, scalars, from, &mut rings.g1)
+                let span = match query {
+                    G1Query::H => H_SPAN,
+                    _ => QUERY_SPAN,
+                };
+                dev.msm_streamed(bases, 0..n, scalars, from, &mut rings.g1, span)
             }
         }
     }
@@ -256,7 +260,7 @@ impl Queries<'_> {
         match self {
             Queries::Resident(srs) => dev.msm(&srs.b_g2, 0..n, scalars),
             Queries::Streamed { host, rings } => {
-                dev.msm_streamed(host.b_g2, 0..n, scalars, 0, &mut rings.g2)
+                dev.msm_streamed(host.b_g2, 0..n, scalars, 0, &mut rings.g2, QUERY_SPAN)
             }
         }
     }

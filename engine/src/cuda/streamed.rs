@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use cuzk_kernels::{BaseRing, GpuDevice, G1, G2};
 
-pub use super::vram::{g2_chunk, RING_SLOTS};
+pub use super::vram::{g2_chunk, H_SPAN, QUERY_SPAN, RING_SLOTS};
 pub use crate::pinned::{HostQueries, HostSrs};
 use crate::srs::Srs;
 

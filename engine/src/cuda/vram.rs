@@ -10,7 +10,8 @@
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
 use cuzk_kernels::{
-    gathered_bytes, msm_scratch_bytes, ones_scratch_bytes, BaseRing, OnesAndRest, G1, G2,
+    gathered_bytes, msm_scratch_bytes, ones_scratch_bytes, streamed_msm_scratch_bytes, BaseRing,
+    OnesAndRest, WindowSpan, G1, G2,
 };
 
 use super::masks::QueryMasks;
@@ -158,6 +159,17 @@ impl std::fmt::Display for Residency {
     }
 }
 
+/// How a streamed H MSM plans its windows: for the whole query ([`WindowSpan::Whole`]). Its
+/// scalars are full width, so a chunk planned alone (16-bit windows at 2^21 points) makes
+/// about 1.2 times the additions of the 20-bit windows a 2^27-point query takes; its
+/// buckets (about 1.3 GB in G1) fit beside the one domain buffer the H phase still holds.
+pub const H_SPAN: WindowSpan = WindowSpan::Whole;
+
+/// How the other streamed MSMs (L, A, B) plan their windows: chunk by chunk
+/// ([`WindowSpan::Chunk`]). Their scalars are mostly 0 and 1, which narrow windows serve as
+/// well, and their phases hold the aux values beside the MSM.
+pub const QUERY_SPAN: WindowSpan = WindowSpan::Chunk;
+
 /// Buffers of each ring of a streamed partition ([`super::streamed::Rings`]): one read by
 /// the kernels while the next is filled.
 pub const RING_SLOTS: usize = 2;
@@ -274,11 +286,11 @@ fn largest_streamed_phase(q: &QueryLens, m: u64, chunk: usize) -> u64 {
     let aux = q.l as u64 * SCALAR_BYTES;
     let a_scalars = q.a as u64 * SCALAR_BYTES;
     let b_scalars = q.b_g1 as u64 * SCALAR_BYTES;
-    let g1 = |n: usize| msm_scratch_bytes::<G1>(n.min(chunk));
-    let g2 = |n: usize| msm_scratch_bytes::<G2>(n.min(g2_chunk(chunk)));
+    let g1 = |n: usize| streamed_msm_scratch_bytes::<G1>(n, chunk, QUERY_SPAN);
+    let g2 = |n: usize| streamed_msm_scratch_bytes::<G2>(n, g2_chunk(chunk), QUERY_SPAN);
     let phases = [
         3 * domain + H_TABLES_BYTES,
-        domain + g1(q.h),
+        domain + streamed_msm_scratch_bytes::<G1>(q.h, chunk, H_SPAN),
         aux + g1(q.l),
         aux + a_scalars + g1(q.a),
         aux + b_scalars,
@@ -365,6 +377,15 @@ mod tests {
             )
         };
         assert!(c24 >= c16 && c16 >= MIN_STREAM_CHUNK, "{c24} {c16}");
+        // the H MSM's windows planned for the whole query: its buckets fit beside the one
+        // domain buffer left, within the three the transform holds
+        let m = 1u64 << 27;
+        let h_phase = m * 32 + streamed_msm_scratch_bytes::<G1>(q.h, c16, H_SPAN);
+        assert!(h_phase < 3 * m * 32, "{} GiB", h_phase >> 30);
+        assert!(
+            streamed_msm_scratch_bytes::<G1>(q.h, c16, H_SPAN)
+                > streamed_msm_scratch_bytes::<G1>(q.h, c16, QUERY_SPAN)
+        );
         assert!(streamed_needed(&q, n, c16) <= 15 * gib);
         assert!(streamed_needed(&q, n, 2 * c16) > 15 * gib || 2 * c16 > (1 << 26));
         // below the three domain buffers nothing fits, and the error says how much is needed

@@ -1,7 +1,7 @@
 //! Benchmark of the GPU kernels on one device, printed beside sppark's times on an H200
 //! and cuzk's targets (docs/benchmarks.md records the results).
 //!
-//! Usage: `kernels_bench [--quick] [--max-log N] [--only ntt|g1|g2|overlap|chunked|batch]
+//! Usage: `kernels_bench [--quick] [--max-log N] [--only ntt|g1|g2|overlap|chunked|batch|streamed-h]
 //! [--profile msm|ntt|all] [--kernel-cache DIR]` on a GPU machine (`--profile` prints the time
 //! of each step of the MSMs, of the transforms' passes, or both, which slows them:
 //! `cuzk_kernels::profile`; `--kernel-cache` names the CUBIN cache). Times are medians of
@@ -19,7 +19,7 @@ use blstrs::Scalar;
 use cuzk_kernels::testdata::{filecoin_scalars, g1_points, g2_points, porep_scalars, scalars};
 use cuzk_kernels::{
     msm_scratch_bytes, BaseRing, Bases, DeviceBuffer, DeviceOnesAndRest, G1Bases, GpuDevice,
-    MsmCurve, NttKind, OnesAndRest, PinnedPoints, StepTiming, G1, G2,
+    MsmCurve, NttKind, OnesAndRest, PinnedPoints, StepTiming, WindowSpan, G1, G2,
 };
 
 /// What every bench step returns: a device error, or one of the arguments', ends the run with
@@ -27,7 +27,15 @@ use cuzk_kernels::{
 type BenchResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
 /// The values `--only` takes: one table (or one of the extra measurements) instead of all.
-const ONLY: &[&str] = &["ntt", "g1", "g2", "overlap", "chunked", "batch"];
+const ONLY: &[&str] = &[
+    "ntt",
+    "g1",
+    "g2",
+    "overlap",
+    "chunked",
+    "batch",
+    "streamed-h",
+];
 
 /// `n` G1 bases on the device: min(n, 2^22) distinct random points, repeated (tiled on the
 /// device from one upload of the distinct points).
@@ -172,6 +180,9 @@ fn run() -> BenchResult {
     if only.as_deref() == Some("batch") {
         bench_batch(&dev, runs)?;
     }
+    if only.as_deref() == Some("streamed-h") {
+        bench_streamed_h(&dev, runs)?;
+    }
     Ok(())
 }
 
@@ -249,13 +260,54 @@ fn bench_batch(dev: &GpuDevice, runs: usize) -> BenchResult {
         row(&format!("batch of {count}"), count, t);
     }
     let t = time(runs, || {
-        dev.msm_streamed(pts, 0..n, &full, 0, &mut ring).map(drop)
+        dev.msm_streamed(pts, 0..n, &full, 0, &mut ring, WindowSpan::Chunk)
+            .map(drop)
     })?;
     row("one set, full streamed MSM", 1, t);
     drop(ring);
     let bases = tiled_g1_bases(dev, n)?;
     let t = time(runs, || dev.msm_g1_device(&bases, 0..n, &full).map(drop))?;
     row("one set, bases resident", 1, t);
+    Ok(())
+}
+
+/// A 32 GiB partition's H MSM (2^27 - 1 G1 points, random scalars) with its bases streamed
+/// from page-locked host memory in chunks of 2^21 (the ring a 16 GiB budget gives), each
+/// chunk's windows planned alone against every chunk's planned for the whole query
+/// ([`WindowSpan`]), in turn twice; then the same MSM with the bases resident. Only with
+/// `--only streamed-h` (13 GB of page-locked host memory, 21 GB of device memory).
+fn bench_streamed_h(dev: &GpuDevice, runs: usize) -> BenchResult {
+    let (n, chunk) = ((1usize << 27) - 1, 1usize << 21);
+    let uniq = g1_points(2, 1 << 20);
+    let host: Vec<_> = (0..n).map(|i| uniq[i % uniq.len()]).collect();
+    let pinned = PinnedPoints::register(dev, std::sync::Arc::new(host))?;
+    let sc = dev.upload(&scalars(3, n))?;
+    let mut ring = BaseRing::<G1>::new(dev, chunk, 2)?;
+    let gb = (n * 96) as f64 / 1e9;
+    println!("\n## H MSM 2^27 - 1, bases streamed in chunks of 2^21 (random scalars)");
+    println!("| windows planned | ms | GB/s of bases |");
+    println!("|---|---|---|");
+    let pts = pinned.as_slice();
+    for _ in 0..2 {
+        for span in [WindowSpan::Chunk, WindowSpan::Whole] {
+            let t = time(runs.min(3), || {
+                dev.msm_streamed(pts, 0..n, &sc, 0, &mut ring, span)
+                    .map(drop)
+            })?;
+            let what = match span {
+                WindowSpan::Chunk => "each chunk alone",
+                WindowSpan::Whole => "for the whole query",
+            };
+            println!("| {what} | {:.1} | {:.1} |", ms(t), gb / t.as_secs_f64());
+        }
+    }
+    drop(ring);
+    drop(pinned);
+    let bases = tiled_g1_bases(dev, n)?;
+    let t = time(runs.min(3), || {
+        dev.msm_g1_device(&bases, 0..n, &sc).map(drop)
+    })?;
+    println!("| bases resident (chunks of 2^26) | {:.1} | |", ms(t));
     Ok(())
 }
 

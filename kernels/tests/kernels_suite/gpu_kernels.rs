@@ -13,7 +13,7 @@ use cuzk_kernels::reference;
 use cuzk_kernels::testdata::{
     filecoin_scalars, g1_points, g2_points, msm_g1_cpu, msm_g2_cpu, scalars, seed,
 };
-use cuzk_kernels::{field, GpuDevice, NttKind, NttOptions};
+use cuzk_kernels::{field, GpuDevice, NttKind, NttOptions, WindowSpan};
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand_chacha::ChaCha8Rng;
@@ -1056,26 +1056,45 @@ fn msm_streamed_from_host_equals_resident_and_blstrs() {
     for (chunk, slots) in [(1usize << 15, 2usize), (77_777, 3), (n, 2)] {
         let mut ring = BaseRing::<cuzk_kernels::G1>::new(&dev, chunk, slots).unwrap();
         assert_eq!(ring.num_bytes(), (chunk * slots * 96) as u64);
-        for (what, host) in [("pinned", pinned.as_slice()), ("pageable", &pts[..])] {
-            let got = dev.msm_streamed(host, 0..n, &d, 5, &mut ring).unwrap();
-            assert_eq!(got, want, "G1 {what}, {slots} x {chunk} (seed {seed})");
+        // each chunk planned alone, and every chunk planned for the whole range (wider
+        // windows than a chunk's, one set of bucket sums for all of them)
+        for span in [WindowSpan::Chunk, WindowSpan::Whole] {
+            for (what, host) in [("pinned", pinned.as_slice()), ("pageable", &pts[..])] {
+                let got = dev
+                    .msm_streamed(host, 0..n, &d, 5, &mut ring, span)
+                    .unwrap();
+                assert_eq!(
+                    got, want,
+                    "G1 {what}, {slots} x {chunk}, {span:?} (seed {seed})"
+                );
+            }
+            // a sub-range: bases 1000..101000 with the scalars from offset 5 + 1000
+            let sub = msm_g1_cpu(&pts[1000..101_000], &sc[1000..101_000]);
+            let got = dev
+                .msm_streamed(pinned.as_slice(), 1000..101_000, &d, 1005, &mut ring, span)
+                .unwrap();
+            assert_eq!(
+                got, sub,
+                "G1 sub-range, {slots} x {chunk}, {span:?} (seed {seed})"
+            );
         }
-        // a sub-range: bases 1000..101000 with the scalars from offset 5 + 1000
-        let sub = msm_g1_cpu(&pts[1000..101_000], &sc[1000..101_000]);
-        let got = dev
-            .msm_streamed(pinned.as_slice(), 1000..101_000, &d, 1005, &mut ring)
-            .unwrap();
-        assert_eq!(got, sub, "G1 sub-range, {slots} x {chunk} (seed {seed})");
-        // every chunk but the all-zero one crossed the link, twice, then the sub-range
-        assert!(ring.bytes_moved() >= 2 * ((n - (1 << 16)) * 96) as u64);
+        // every chunk but the all-zero one crossed the link, four times, then the sub-ranges
+        assert!(ring.bytes_moved() >= 4 * ((n - (1 << 16)) * 96) as u64);
     }
     // ranges and lengths are checked
     let mut ring = BaseRing::<cuzk_kernels::G1>::new(&dev, 1 << 12, 2).unwrap();
     assert!(dev
-        .msm_streamed(pinned.as_slice(), 0..n + 1, &d, 0, &mut ring)
+        .msm_streamed(
+            pinned.as_slice(),
+            0..n + 1,
+            &d,
+            0,
+            &mut ring,
+            WindowSpan::Whole
+        )
         .is_err());
     assert!(dev
-        .msm_streamed(pinned.as_slice(), 0..n, &d, 6, &mut ring)
+        .msm_streamed(pinned.as_slice(), 0..n, &d, 6, &mut ring, WindowSpan::Chunk)
         .is_err());
     assert!(BaseRing::<cuzk_kernels::G1>::new(&dev, 0, 2).is_err());
     assert!(BaseRing::<cuzk_kernels::G1>::new(&dev, 8, 1).is_err());
@@ -1089,11 +1108,16 @@ fn msm_streamed_from_host_equals_resident_and_blstrs() {
     let d2 = dev.upload(&s2).unwrap();
     for chunk in [1usize << 13, 20_000] {
         let mut ring = BaseRing::<cuzk_kernels::G2>::new(&dev, chunk, 2).unwrap();
-        let got = dev
-            .msm_streamed(pinned2.as_slice(), 0..m, &d2, 0, &mut ring)
-            .unwrap();
-        assert_eq!(got, want, "G2 streamed, chunks of {chunk} (seed {seed})");
-        assert_eq!(ring.bytes_moved(), (m * 192) as u64);
+        for span in [WindowSpan::Chunk, WindowSpan::Whole] {
+            let got = dev
+                .msm_streamed(pinned2.as_slice(), 0..m, &d2, 0, &mut ring, span)
+                .unwrap();
+            assert_eq!(
+                got, want,
+                "G2 streamed, chunks of {chunk}, {span:?} (seed {seed})"
+            );
+        }
+        assert_eq!(ring.bytes_moved(), 2 * (m * 192) as u64);
     }
     // registering nothing is allowed
     let empty = PinnedPoints::register(&dev, Arc::new(Vec::<G1Affine>::new())).unwrap();
