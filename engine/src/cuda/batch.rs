@@ -136,7 +136,7 @@ pub fn prove_streamed_batch(
     let shapes: Vec<SetShape> = started.iter().map(|s| s.scalars.shape()).collect();
     let mut out = Vec::with_capacity(started.len());
     for group in groups(&shapes, room, chunk) {
-        let group = &started[group];
+        let group = &mut started[group];
         let first = group.first().map_or(0, |s| s.partition);
         let k = group.len() as u32;
         let mut shared = PhaseTimes::default();
@@ -148,7 +148,7 @@ pub fn prove_streamed_batch(
             "msm_l",
             &mut shared.msm_l,
             group,
-            |s| &s.scalars.l,
+            |s| &mut s.scalars.l,
             |dev, sets| dev.msm_streamed_batch(host.l, 0..lens.l, sets, &mut rings.g1),
         )?;
         let a = batched(
@@ -157,7 +157,7 @@ pub fn prove_streamed_batch(
             "msm_a",
             &mut shared.msm_a,
             group,
-            |s| &s.scalars.a,
+            |s| &mut s.scalars.a,
             |dev, sets| dev.msm_streamed_batch(host.a, 0..lens.a, sets, &mut rings.g1),
         )?;
         let (b_g1, b_g2) = batched(
@@ -166,7 +166,7 @@ pub fn prove_streamed_batch(
             "msm_b_g1",
             &mut shared.msm_b_g1,
             group,
-            |s| &s.scalars.b,
+            |s| &mut s.scalars.b,
             |dev, sets| {
                 let g1 = dev.msm_streamed_batch(host.b_g1, 0..lens.b_g1, sets, &mut rings.g1)?;
                 let g2 = dev.msm_streamed_batch(host.b_g2, 0..lens.b_g2, sets, &mut rings.g2)?;
@@ -245,21 +245,22 @@ fn own_phases(
     })
 }
 
-/// Uploads the group's sets of one query, runs `msm` over them as one phase (timed into
-/// `slot`, spanned as `name` with the group's first partition), and frees them.
+/// Moves the group's sets of one query to the device (each partition's set of that query
+/// is used once, so the host copy is taken, not cloned), runs `msm` over them as one phase
+/// (timed into `slot`, spanned as `name` with the group's first partition), and frees them.
 fn batched<T>(
     dev: &GpuDevice,
     first: usize,
     name: &'static str,
     slot: &mut Duration,
-    group: &[Started],
-    set: impl Fn(&Started) -> &OnesAndRest,
+    group: &mut [Started],
+    set: impl Fn(&mut Started) -> &mut OnesAndRest,
     msm: impl FnOnce(&GpuDevice, &[&DeviceOnesAndRest]) -> cuzk_kernels::Result<T>,
 ) -> Result<T> {
     partition::phase(dev, first, name, slot, || {
         let sets = group
-            .iter()
-            .map(|s| dev.upload_ones_and_rest(set(s).clone()))
+            .iter_mut()
+            .map(|s| dev.upload_ones_and_rest(std::mem::take(set(s))))
             .collect::<cuzk_kernels::Result<Vec<_>>>()?;
         let refs: Vec<&DeviceOnesAndRest> = sets.iter().collect();
         msm(dev, &refs)
