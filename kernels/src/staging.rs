@@ -164,6 +164,19 @@ impl GpuDevice {
         Ok(())
     }
 
+    /// `host` on the device: through `staging` where given ([`GpuDevice::upload_staged`]),
+    /// else as [`GpuDevice::upload`] does.
+    pub(crate) fn upload_maybe_staged<T: DeviceElem>(
+        &self,
+        host: &[T],
+        staging: Option<&mut Staging>,
+    ) -> Result<DeviceBuffer<T>> {
+        match staging {
+            Some(staging) => self.upload_staged(staging, host, host.len()),
+            None => self.upload(host),
+        }
+    }
+
     /// A new device buffer of `len >= host.len()` elements: `host` copied through `staging`,
     /// then zeros.
     pub fn upload_staged<T: DeviceElem>(

@@ -137,35 +137,34 @@ pub fn prove_streamed_batch(
     let mut out = Vec::with_capacity(started.len());
     for group in groups(&shapes, room, chunk) {
         let group = &mut started[group];
-        let first = group.first().map_or(0, |s| s.partition);
         let k = group.len() as u32;
         let mut shared = PhaseTimes::default();
         let span = info_span!("batch", device = %dev.pci_id(), partitions = k, chunk);
         let _g = span.enter();
         let l = batched(
             dev,
-            first,
             "msm_l",
             &mut shared.msm_l,
             group,
+            staging.as_deref_mut(),
             |s| &mut s.scalars.l,
             |dev, sets| dev.msm_streamed_batch(host.l, 0..lens.l, sets, &mut rings.g1),
         )?;
         let a = batched(
             dev,
-            first,
             "msm_a",
             &mut shared.msm_a,
             group,
+            staging.as_deref_mut(),
             |s| &mut s.scalars.a,
             |dev, sets| dev.msm_streamed_batch(host.a, 0..lens.a, sets, &mut rings.g1),
         )?;
         let (b_g1, b_g2) = batched(
             dev,
-            first,
             "msm_b_g1",
             &mut shared.msm_b_g1,
             group,
+            staging.as_deref_mut(),
             |s| &mut s.scalars.b,
             |dev, sets| {
                 let g1 = dev.msm_streamed_batch(host.b_g1, 0..lens.b_g1, sets, &mut rings.g1)?;
@@ -246,21 +245,23 @@ fn own_phases(
 }
 
 /// Moves the group's sets of one query to the device (each partition's set of that query
-/// is used once, so the host copy is taken, not cloned), runs `msm` over them as one phase
-/// (timed into `slot`, spanned as `name` with the group's first partition), and frees them.
+/// is used once, so the host copy is taken, not cloned; through `staging` where given),
+/// runs `msm` over them as one phase (timed into `slot`, spanned as `name` with the group's
+/// first partition), and frees them.
 fn batched<T>(
     dev: &GpuDevice,
-    first: usize,
     name: &'static str,
     slot: &mut Duration,
     group: &mut [Started],
+    mut staging: Option<&mut Staging>,
     set: impl Fn(&mut Started) -> &mut OnesAndRest,
     msm: impl FnOnce(&GpuDevice, &[&DeviceOnesAndRest]) -> cuzk_kernels::Result<T>,
 ) -> Result<T> {
+    let first = group.first().map_or(0, |s| s.partition);
     partition::phase(dev, first, name, slot, || {
         let sets = group
             .iter_mut()
-            .map(|s| dev.upload_ones_and_rest(std::mem::take(set(s))))
+            .map(|s| dev.upload_ones_and_rest_via(std::mem::take(set(s)), staging.as_deref_mut()))
             .collect::<cuzk_kernels::Result<Vec<_>>>()?;
         let refs: Vec<&DeviceOnesAndRest> = sets.iter().collect();
         msm(dev, &refs)

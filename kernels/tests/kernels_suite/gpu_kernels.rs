@@ -957,11 +957,16 @@ fn msm_streamed_batch_equals_one_msm_a_set() {
     late[..70_000].fill(Scalar::ZERO);
     sets.push(late);
     let want: Vec<G1Projective> = sets.iter().map(|s| msm_g1_cpu(&pts, s)).collect();
+    // every other set through page-locked staging buffers, as a batch of partitions uploads
+    // them, the others straight from pageable memory
+    let mut staging = cuzk_kernels::Staging::new(&dev).unwrap();
     let device_sets: Vec<_> = sets
         .iter()
-        .map(|s| {
-            dev.upload_ones_and_rest(OnesAndRest::classify(s).unwrap())
-                .unwrap()
+        .enumerate()
+        .map(|(j, s)| {
+            let v = OnesAndRest::classify(s).unwrap();
+            let via = (j % 2 == 0).then_some(&mut staging);
+            dev.upload_ones_and_rest_via(v, via).unwrap()
         })
         .collect();
     let refs: Vec<_> = device_sets.iter().collect();
