@@ -196,8 +196,9 @@ impl<C: MsmCurve> BaseRing<C> {
         Ok(i)
     }
 
-    /// Waits for every copy queued into the ring.
-    pub(crate) fn wait(&self) -> Result<()> {
+    /// Waits for every copy queued into the ring (a chunk whose scalars are all zero is
+    /// copied but read by no kernel: its copy may still be in flight when an MSM returns).
+    pub fn wait(&self) -> Result<()> {
         self.copy.synchronize()
     }
 

@@ -507,6 +507,62 @@ fn every_kind_with_streamed_parameters_is_the_cpus_proof() {
     }
 }
 
+/// A streamed partition's H MSM in chunks larger than its rings' (where the partition's
+/// other phases leave it the room: a ring of its own for the call) is blstrs' sum, the same
+/// as in the rings' own chunks, and its copies count as streamed bytes.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn streamed_h_msm_in_chunks_of_its_own_equals_blstrs() {
+    use cuzk::cuda::streamed::{h_chunk, Rings};
+    use cuzk::cuda::QueryLens;
+    use group::{Curve, Group};
+    let dev = cuzk::kernels::GpuDevice::open(0).expect("a CUDA device");
+    let mut rng = ChaCha8Rng::seed_from_u64(4848);
+    let (m, n) = (1usize << 16, (1usize << 16) - 1);
+    // consecutive multiples of a random point, normalised at once (fast to make)
+    let step = blstrs::G1Projective::random(&mut rng);
+    let mut proj = Vec::with_capacity(n);
+    let mut acc = blstrs::G1Projective::random(&mut rng);
+    for _ in 0..n {
+        proj.push(acc);
+        acc += step;
+    }
+    let mut points = vec![blstrs::G1Affine::default(); n];
+    blstrs::G1Projective::batch_normalize(&proj, &mut points);
+    let scalars: Vec<Scalar> = (0..m).map(|_| Scalar::random(&mut rng)).collect();
+    let want = blstrs::G1Projective::multi_exp(&proj, &scalars[..n]);
+    let d = dev.upload(&scalars).expect("upload");
+    let chunk = 1 << 10;
+    // large aux queries: their phases leave the H phase room for chunks past the rings'
+    let roomy = QueryLens {
+        h: n,
+        l: 1 << 22,
+        a: 1 << 22,
+        b_g1: 1 << 20,
+        b_g2: 1 << 20,
+    };
+    assert_eq!(h_chunk(&roomy, m as u64, chunk), 1 << 16);
+    let mut rings = Rings::new(&dev, chunk).expect("rings");
+    let got = rings.msm_h(&dev, &points, n, &d, &roomy).expect("H MSM");
+    assert_eq!(got, want, "in a chunk of 2^16");
+    assert_eq!(rings.bytes_moved(), (n * 96) as u64);
+    assert_eq!(rings.g1.bytes_moved(), 0, "the rings' own buffers unused");
+    // no room beside it: the rings' chunk, the same sum
+    let tight = QueryLens {
+        l: 1,
+        a: 1,
+        b_g1: 1,
+        b_g2: 1,
+        ..roomy
+    };
+    assert_eq!(h_chunk(&tight, m as u64, chunk), chunk);
+    let got = rings.msm_h(&dev, &points, n, &d, &tight).expect("H MSM");
+    assert_eq!(got, want, "in chunks of 2^10");
+    assert_eq!(rings.g1.bytes_moved(), (n * 96) as u64);
+    // a range past the points is an error, not a panic
+    assert!(rings.msm_h(&dev, &points, n + 1, &d, &tight).is_err());
+}
+
 /// Ten partitions proved as one streamed batch (each chunk of the L, A and B bases crossing
 /// the link once for all ten) are the bytes of the ten proved alone on the CPU, for every
 /// kind; each verifies. The partitions are the request's own, repeated with fresh r and s
@@ -570,14 +626,22 @@ fn ten_partitions_batched_with_streamed_parameters_are_the_single_proofs() {
                 );
                 assert!(times.msm_h > std::time::Duration::ZERO, "{kind}: {times}");
             }
-            // H streams per partition, the other four queries once for the batch
+            // H streams per partition, the other four queries once a walk: once for the
+            // batch where every partition's sets fit the room together (PoRep's, mostly
+            // zeros and ones), in a few walks where they do not (the PoSts' full-width values
+            // gather a point each, more than a 2 KiB circuit's room holds for ten), never
+            // more than once a partition
             let moved = gpu.bytes_streamed() - before;
             let once = (lens.l + lens.a + lens.b_g1) as u64 * 96 + lens.b_g2 as u64 * 192;
-            assert_eq!(
-                moved,
-                10 * lens.h as u64 * 96 + once,
-                "{kind}: chunks of {chunk}"
-            );
+            let walked = moved
+                .checked_sub(10 * lens.h as u64 * 96)
+                .expect("every partition's H crossed the link");
+            assert_eq!(walked % once, 0, "{kind}: whole walks, chunks of {chunk}");
+            let walks = walked / once;
+            assert!((1..=10).contains(&walks), "{kind}: {walks} walks");
+            if kind == ProofKind::PorepC2 {
+                assert_eq!(walks, 1, "{kind}: one walk, chunks of {chunk}");
+            }
             assert_eq!(
                 gpu.last_residency(),
                 Some(cuzk::cuda::Residency::Streamed { chunk }),

@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use tracing::info_span;
 
 use super::partition::{self, density_words, PhaseTimes};
-use super::streamed::{HostQueries, Rings, H_SPAN};
+use super::streamed::{HostQueries, Rings};
 use super::vram::SetShape;
 use crate::error::{Error, Result};
 use crate::prover::MsmResults;
@@ -216,7 +216,7 @@ fn own_phases(
                 }
             })?;
             let h = partition::phase(dev, partition, "msm_h", &mut t.msm_h, || match &d_a {
-                Some(h) => dev.msm_streamed(host.h, 0..host.h.len(), h, 0, &mut rings.g1, H_SPAN),
+                Some(h) => rings.msm_h(dev, host.h, host.h.len(), h, &host.lens()),
                 None => Ok(G1Projective::identity()),
             })?;
             Ok::<_, Error>(h * kappa)

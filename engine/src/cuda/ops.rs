@@ -23,7 +23,7 @@ use tracing::info_span;
 
 use super::partition::{density_words, select};
 use super::resident::{DeviceSrs, Lru};
-use super::streamed::{host_srs, HostQueries, HostSrs, Rings, H_SPAN, QUERY_SPAN};
+use super::streamed::{host_srs, HostQueries, HostSrs, Rings, QUERY_SPAN};
 use super::vram::{QueryLens, Residency};
 use super::{lease_plan, usable_memory, DEFAULT_RESIDENT_EIGHTHS};
 use crate::device_ops::{DeviceOps, Op, QueryScalars};
@@ -96,14 +96,6 @@ impl G1Query {
             G1Query::BG1 => q.b_g1,
         }
     }
-
-    /// How its streamed MSM plans its windows.
-    fn span(self) -> cuzk_kernels::WindowSpan {
-        match self {
-            G1Query::H => H_SPAN,
-            _ => QUERY_SPAN,
-        }
-    }
 }
 
 impl Bases {
@@ -122,14 +114,13 @@ impl Bases {
                 let q = host
                     .as_deref()
                     .map_or_else(|| HostQueries::of(&srs.params), HostSrs::queries);
-                dev.msm_streamed(
-                    query.host(&q),
-                    0..n,
-                    scalars,
-                    0,
-                    &mut rings.g1,
-                    query.span(),
-                )
+                match query {
+                    G1Query::H => rings.msm_h(dev, q.h, n, scalars, &q.lens()),
+                    _ => {
+                        let g1 = &mut rings.g1;
+                        dev.msm_streamed(query.host(&q), 0..n, scalars, 0, g1, QUERY_SPAN)
+                    }
+                }
             }
         }
     }

@@ -29,7 +29,7 @@ use tracing::{info_span, Span};
 
 use super::masks::QueryMasks;
 use super::resident::DeviceSrs;
-use super::streamed::{HostQueries, Rings, H_SPAN, QUERY_SPAN};
+use super::streamed::{HostQueries, Rings, QUERY_SPAN};
 use super::vram::QueryLens;
 use crate::cpu::msm::{msm_g2, Selection};
 use crate::cpu::ntt::Domain;
@@ -236,16 +236,15 @@ impl Queries<'_> {
             }
             Queries::Streamed { host, rings } => {
                 let bases = match query {
+                    G1Query::H if from == 0 => {
+                        return rings.msm_h(dev, host.h, n, scalars, &host.lens())
+                    }
                     G1Query::H => host.h,
                     G1Query::L => host.l,
                     G1Query::A => host.a,
                     G1Query::BG1 => host.b_g1,
                 };
-                let span = match query {
-                    G1Query::H => H_SPAN,
-                    _ => QUERY_SPAN,
-                };
-                dev.msm_streamed(bases, 0..n, scalars, from, &mut rings.g1, span)
+                dev.msm_streamed(bases, 0..n, scalars, from, &mut rings.g1, QUERY_SPAN)
             }
         }
     }

@@ -10,9 +10,10 @@
 
 use std::sync::Arc;
 
-use cuzk_kernels::{BaseRing, GpuDevice, G1, G2};
+use blstrs::{G1Affine, G1Projective, Scalar};
+use cuzk_kernels::{BaseRing, DeviceBuffer, GpuDevice, G1, G2};
 
-pub use super::vram::{g2_chunk, H_SPAN, QUERY_SPAN, RING_SLOTS};
+pub use super::vram::{g2_chunk, h_chunk, h_span, QueryLens, QUERY_SPAN, RING_SLOTS};
 pub use crate::pinned::{HostQueries, HostSrs};
 use crate::srs::Srs;
 
@@ -48,6 +49,8 @@ pub struct Rings {
     pub g1: BaseRing<G1>,
     /// G2 chunks (B in G2).
     pub g2: BaseRing<G2>,
+    /// Bytes the H MSMs' own rings copied ([`Rings::msm_h`]).
+    h_moved: u64,
 }
 
 impl Rings {
@@ -56,7 +59,38 @@ impl Rings {
         Ok(Rings {
             g1: BaseRing::new(dev, chunk, RING_SLOTS)?,
             g2: BaseRing::new(dev, g2_chunk(chunk), RING_SLOTS)?,
+            h_moved: 0,
         })
+    }
+
+    /// The H MSM of a partition whose queries have the counts `lens`: `sum_i scalars[i] *
+    /// h[i]` for `i < n` (`scalars` is the domain buffer). It streams in chunks of
+    /// [`h_chunk`] points, through a ring of its own allocated for the call where that
+    /// exceeds these rings' chunk (its buffers are freed on return), planned as [`h_span`]
+    /// says; the device memory plan counts that ring in the H phase.
+    pub fn msm_h(
+        &mut self,
+        dev: &GpuDevice,
+        h: &[G1Affine],
+        n: usize,
+        scalars: &DeviceBuffer<Scalar>,
+        lens: &QueryLens,
+    ) -> cuzk_kernels::Result<G1Projective> {
+        let chunk = self.chunk();
+        let m = scalars.len().max(1).next_power_of_two() as u64;
+        let h_chunk = h_chunk(lens, m, chunk);
+        let span = h_span(h_chunk);
+        if h_chunk <= chunk {
+            return dev.msm_streamed(h, 0..n, scalars, 0, &mut self.g1, span);
+        }
+        let mut ring = BaseRing::<G1>::new(dev, h_chunk, RING_SLOTS)?;
+        let sum = dev.msm_streamed(h, 0..n, scalars, 0, &mut ring, span);
+        // no copy may still be writing into the ring's buffers when they are freed
+        let waited = ring.wait();
+        self.h_moved += ring.bytes_moved();
+        let sum = sum?;
+        waited?;
+        Ok(sum)
     }
 
     /// Device bytes of rings for G1 chunks of `chunk` points.
@@ -69,8 +103,8 @@ impl Rings {
         self.g1.chunk()
     }
 
-    /// Bytes both rings have copied from the host.
+    /// Bytes both rings, and the H MSMs' own, have copied from the host.
     pub fn bytes_moved(&self) -> u64 {
-        self.g1.bytes_moved() + self.g2.bytes_moved()
+        self.g1.bytes_moved() + self.g2.bytes_moved() + self.h_moved
     }
 }

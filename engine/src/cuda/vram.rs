@@ -159,11 +159,24 @@ impl std::fmt::Display for Residency {
     }
 }
 
-/// How a streamed H MSM plans its windows: for the whole query ([`WindowSpan::Whole`]). Its
-/// scalars are full width, so a chunk planned alone (16-bit windows at 2^21 points) makes
-/// about 1.2 times the additions of the 20-bit windows a 2^27-point query takes; its
-/// buckets (about 1.3 GB in G1) fit beside the one domain buffer the H phase still holds.
-pub const H_SPAN: WindowSpan = WindowSpan::Whole;
+/// Smallest chunk of a streamed H MSM whose windows are planned for the whole query
+/// ([`WindowSpan::Whole`]; smaller chunks are planned alone). Measured on an H100
+/// (`kernels_bench --only streamed-h`, the 2^27-point H query, random scalars, alternated):
+/// in chunks of 2^23, 863 ms planned whole against 930 alone (792 resident); in chunks of
+/// 2^21, 1104 against 1056. A 2^21-point chunk spreads four points a bucket over the whole
+/// query's 13 x 2^19 buckets, so the accumulation's runs split most buckets, and summing the
+/// pieces (3.4 ms a chunk against 0.3) costs more than the windows save.
+pub const WHOLE_SPAN_MIN_CHUNK: usize = 1 << 23;
+
+/// How a streamed H MSM in chunks of `h_chunk` points plans its windows (see
+/// [`WHOLE_SPAN_MIN_CHUNK`]).
+pub fn h_span(h_chunk: usize) -> WindowSpan {
+    if h_chunk >= WHOLE_SPAN_MIN_CHUNK {
+        WindowSpan::Whole
+    } else {
+        WindowSpan::Chunk
+    }
+}
 
 /// How the other streamed MSMs (L, A, B) plan their windows: chunk by chunk
 /// ([`WindowSpan::Chunk`]). Their scalars are mostly 0 and 1, which narrow windows serve as
@@ -280,8 +293,16 @@ impl SetShape {
 }
 
 /// The largest of a streamed partition's phases (domain of `m` points), without the tables,
-/// rings and masks that last through all of them.
+/// rings and masks that last through all of them. The H phase's MSM takes the chunk
+/// [`h_chunk`] gives, which never makes it the largest unless it already was with the
+/// rings' chunk.
 fn largest_streamed_phase(q: &QueryLens, m: u64, chunk: usize) -> u64 {
+    let others = phases_but_h(q, m, chunk);
+    others.max(h_phase_bytes(q, m, chunk, h_chunk(q, m, chunk)))
+}
+
+/// The largest of a streamed partition's phases other than its H MSM.
+fn phases_but_h(q: &QueryLens, m: u64, chunk: usize) -> u64 {
     let domain = m * SCALAR_BYTES;
     let aux = q.l as u64 * SCALAR_BYTES;
     let a_scalars = q.a as u64 * SCALAR_BYTES;
@@ -290,13 +311,45 @@ fn largest_streamed_phase(q: &QueryLens, m: u64, chunk: usize) -> u64 {
     let g2 = |n: usize| streamed_msm_scratch_bytes::<G2>(n, g2_chunk(chunk), QUERY_SPAN);
     let phases = [
         3 * domain + H_TABLES_BYTES,
-        domain + streamed_msm_scratch_bytes::<G1>(q.h, chunk, H_SPAN),
         aux + g1(q.l),
         aux + a_scalars + g1(q.a),
         aux + b_scalars,
         b_scalars + g1(q.b_g1).max(g2(q.b_g2)),
     ];
     phases.into_iter().max().unwrap_or(0)
+}
+
+/// Device bytes of a streamed partition's H MSM phase in chunks of `h_chunk` points: the
+/// one domain buffer left (its scalars), the MSM's scratch ([`h_span`]) and, where
+/// `h_chunk` exceeds the rings' `chunk`, a ring of its own for the phase.
+fn h_phase_bytes(q: &QueryLens, m: u64, chunk: usize, h_chunk: usize) -> u64 {
+    let ring = if h_chunk > chunk {
+        BaseRing::<G1>::bytes_for(h_chunk, RING_SLOTS)
+    } else {
+        0
+    };
+    m * SCALAR_BYTES + ring + streamed_msm_scratch_bytes::<G1>(q.h, h_chunk, h_span(h_chunk))
+}
+
+/// The chunk of a streamed partition's H MSM (domain of `m` points, rings of `chunk` G1
+/// points): the largest power of two from `chunk` up to the H query's length (at most
+/// [`cuzk_kernels::msm::MAX_CHUNK`]) whose phase, with a ring of its own, fits within the
+/// partition's other phases, so that it never raises what a partition needs; else `chunk`.
+///
+/// After the transform, two of its three domain buffers are free: a 32 GiB PoRep partition
+/// on a 16 GiB budget (rings of 2^21) streams H in chunks of 2^23 planned whole, 863 ms
+/// against 1056 in the rings' chunks on an H100 ([`WHOLE_SPAN_MIN_CHUNK`]).
+pub fn h_chunk(q: &QueryLens, m: u64, chunk: usize) -> usize {
+    let others = phases_but_h(q, m, chunk);
+    let top = q.h.next_power_of_two().min(cuzk_kernels::msm::MAX_CHUNK);
+    let mut c = top;
+    while c > chunk {
+        if h_phase_bytes(q, m, chunk, c) <= others {
+            return c;
+        }
+        c /= 2;
+    }
+    chunk
 }
 
 /// How a device with `limit` bytes for leases proves a circuit with these queries and
@@ -377,15 +430,33 @@ mod tests {
             )
         };
         assert!(c24 >= c16 && c16 >= MIN_STREAM_CHUNK, "{c24} {c16}");
-        // the H MSM's windows planned for the whole query: its buckets fit beside the one
-        // domain buffer left, within the three the transform holds
+        // the H MSM takes larger chunks than the rings', through a ring of its own, planned
+        // for the whole query: with the one domain buffer left they fit within the three
+        // the transform holds, so the partition needs no more than before
         let m = 1u64 << 27;
-        let h_phase = m * 32 + streamed_msm_scratch_bytes::<G1>(q.h, c16, H_SPAN);
-        assert!(h_phase < 3 * m * 32, "{} GiB", h_phase >> 30);
-        assert!(
-            streamed_msm_scratch_bytes::<G1>(q.h, c16, H_SPAN)
-                > streamed_msm_scratch_bytes::<G1>(q.h, c16, QUERY_SPAN)
+        assert_eq!(c16, 1 << 21);
+        let hc = h_chunk(&q, m, c16);
+        assert_eq!(hc, WHOLE_SPAN_MIN_CHUNK, "2^{}", hc.trailing_zeros());
+        assert_eq!(h_span(hc), WindowSpan::Whole);
+        assert!(h_phase_bytes(&q, m, c16, hc) <= phases_but_h(&q, m, c16));
+        assert!(h_phase_bytes(&q, m, c16, 2 * hc) > phases_but_h(&q, m, c16));
+        assert_eq!(
+            largest_streamed_phase(&q, m, c16),
+            3 * m * 32 + H_TABLES_BYTES
         );
+        // at 24 GiB the rings' chunk is already past the threshold: H takes it, planned whole
+        assert!(h_chunk(&q, m, c24) >= c24);
+        assert_eq!(h_span(h_chunk(&q, m, c24)), WindowSpan::Whole);
+        // small chunks are planned alone; an H query shorter than the rings' chunk takes it
+        assert_eq!(h_span(1 << 21), WindowSpan::Chunk);
+        let tiny = QueryLens {
+            h: 1023,
+            l: 900,
+            a: 900,
+            b_g1: 100,
+            b_g2: 100,
+        };
+        assert_eq!(h_chunk(&tiny, 1024, 4096), 4096);
         assert!(streamed_needed(&q, n, c16) <= 15 * gib);
         assert!(streamed_needed(&q, n, 2 * c16) > 15 * gib || 2 * c16 > (1 << 26));
         // below the three domain buffers nothing fits, and the error says how much is needed

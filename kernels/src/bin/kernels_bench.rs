@@ -307,7 +307,9 @@ fn bench_streamed_h(dev: &GpuDevice, runs: usize) -> BenchResult {
     }
     drop(pinned);
     let bases = tiled_g1_bases(dev, n)?;
-    let t = time(runs.min(3), || dev.msm_g1_device(&bases, 0..n, &sc).map(drop))?;
+    let t = time(runs.min(3), || {
+        dev.msm_g1_device(&bases, 0..n, &sc).map(drop)
+    })?;
     println!("| resident | chunks of 2^26 | {:.1} | |", ms(t));
     Ok(())
 }
