@@ -286,13 +286,13 @@ impl Reporter {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let dirs = dir_flags(&cli);
+    let flags = dir_flags(&cli);
     let Some(cmd) = cli.cmd else {
         let mut args = cli.daemon;
         if args.config.is_none() && Path::new(CURIO_CONFIG).is_file() {
             args.config = Some(PathBuf::from(CURIO_CONFIG));
         }
-        return exit_with(cuzk::daemon::run_daemon(args, dirs));
+        return exit_with(cuzk::daemon::run_daemon(args, flags));
     };
     let d = &cli.daemon;
     if d.config.is_some()
@@ -304,7 +304,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let cmd = match cmd {
-        Cmd::Daemon(args) => return exit_with(cuzk::daemon::run_daemon(args, dirs)),
+        Cmd::Daemon(args) => return exit_with(cuzk::daemon::run_daemon(args, flags)),
         Cmd::Config(c) => return exit_with(cuzk::daemon::run_config(c)),
         Cmd::Client(args) => return exit_with(cuzk::daemon::client::run(args)),
         other => other,
@@ -338,7 +338,11 @@ fn main() -> ExitCode {
     if let Some(dir) = cli.pce_dir.clone() {
         store = store.with_pce_dir(Some(dir));
     }
-    match run(cmd, &store, cli.kernel_cache.as_deref()) {
+    let dirs = Dirs {
+        store,
+        kernels: cli.kernel_cache.clone(),
+    };
+    match run(cmd, &dirs) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -373,26 +377,34 @@ fn dir_flags(cli: &Cli) -> cuzk::daemon::DirFlags {
     }
 }
 
-/// An engine configuration over `store`'s parameter and PCE directories, its GPUs' kernels
-/// cached in `kernels` (`None`: the default cache).
-fn engine_config(store: &SrsStore, kernels: Option<&Path>) -> EngineConfig {
-    let mut config = EngineConfig::new(store.dir());
-    config.pce_dir = store.pce().dir().map(Path::to_path_buf);
-    config.kernel_cache = kernels.map(Path::to_path_buf);
-    config
+/// Where a subcommand reads and keeps what it needs: parameters and recorded circuits (the
+/// store), and the GPUs' compiled kernels (`None`: the default cache).
+struct Dirs {
+    store: SrsStore,
+    kernels: Option<PathBuf>,
 }
 
-/// Runs a subcommand (not the daemon's) over `store`, GPU kernels cached in `kernels`.
-fn run(cmd: Cmd, store: &SrsStore, kernels: Option<&Path>) -> CliResult {
+impl Dirs {
+    /// An engine configuration over these directories.
+    fn engine_config(&self) -> EngineConfig {
+        let mut config = EngineConfig::new(self.store.dir());
+        config.pce_dir = self.store.pce().dir().map(Path::to_path_buf);
+        config.kernel_cache = self.kernels.clone();
+        config
+    }
+}
+
+/// Runs a subcommand (not the daemon's) over `dirs`.
+fn run(cmd: Cmd, dirs: &Dirs) -> CliResult {
+    let store = &dirs.store;
     match cmd {
         Cmd::Demo { kinds, seed } => demo(
-            store,
-            kernels,
+            dirs,
             &kinds_or(&kinds, &[ProofKind::WinningPost, ProofKind::WindowPost])?,
             seed,
         ),
-        Cmd::Prove(args) => prove_cmd(args, store, kernels),
-        Cmd::Batch(args) => batch_cmd(args, store, kernels),
+        Cmd::Prove(args) => prove_cmd(args, dirs),
+        Cmd::Batch(args) => batch_cmd(args, dirs),
         Cmd::Verify { input, proof } => verify_cmd(&input, &proof, store),
         Cmd::Gen {
             out,
@@ -413,8 +425,7 @@ fn run(cmd: Cmd, store: &SrsStore, kernels: Option<&Path>) -> CliResult {
             seed,
             backend,
         } => params_cmd(
-            store,
-            kernels,
+            dirs,
             &kinds_or(&kinds, &ProofKind::ALL)?,
             sector_size.parse()?,
             seed,
@@ -426,8 +437,7 @@ fn run(cmd: Cmd, store: &SrsStore, kernels: Option<&Path>) -> CliResult {
             runs,
             sector_size,
         } => Ok(bench(
-            store,
-            kernels,
+            dirs,
             &kinds_or(&kinds, &[ProofKind::PorepC2, ProofKind::SnapDeals])?,
             &backend,
             runs,
@@ -444,7 +454,7 @@ fn fixed_randomness() -> Randomness {
 }
 
 /// `cuzk prove`: one request through an Engine, its proof written to `--out`.
-fn prove_cmd(args: ProveArgs, store: &SrsStore, kernels: Option<&Path>) -> CliResult {
+fn prove_cmd(args: ProveArgs, dirs: &Dirs) -> CliResult {
     let request = match (args.input, args.c1, args.registered_proof) {
         (Some(path), _, _) => ProofRequest::from_json(&read(&path)?)?,
         (None, Some(path), id) => ProofRequest::porep_from_c1(id, &read(&path)?, None)?,
@@ -455,7 +465,7 @@ fn prove_cmd(args: ProveArgs, store: &SrsStore, kernels: Option<&Path>) -> CliRe
             .into())
         }
     };
-    let mut config = engine_config(store, kernels);
+    let mut config = dirs.engine_config();
     config.prove.randomness = if args.fixed_rs {
         fixed_randomness()
     } else {
@@ -475,7 +485,7 @@ fn prove_cmd(args: ProveArgs, store: &SrsStore, kernels: Option<&Path>) -> CliRe
 
 /// `cuzk batch`: a stream of requests through an Engine, every proof verified, the trace
 /// checked for overlap on any device, throughput and latency reported.
-fn batch_cmd(args: BatchArgs, store: &SrsStore, kernels: Option<&Path>) -> CliResult {
+fn batch_cmd(args: BatchArgs, dirs: &Dirs) -> CliResult {
     let kinds = kinds_or(
         &args.kinds,
         &[
@@ -486,7 +496,7 @@ fn batch_cmd(args: BatchArgs, store: &SrsStore, kernels: Option<&Path>) -> CliRe
         ],
     )?;
     let requests = cuzk::batch::load_requests(&args.inputs, &kinds)?;
-    let mut config = engine_config(store, kernels);
+    let mut config = dirs.engine_config();
     config.devices = device_choice(args.cpu, &args.devices)?;
     config.gpu_pipeline_depth = usize::from(args.pipeline_depth);
     config.synthesis_niceness = args.synthesis_niceness;
@@ -592,13 +602,13 @@ fn gen_cmd(out: &Path, seal_proof: RegisteredProof, sparse: bool, seed: u64) -> 
 /// `cuzk params`: insecure test parameters of `kinds` at `size` (and, with PoRep, the
 /// inner-product SRS its aggregation reads).
 fn params_cmd(
-    store: &SrsStore,
-    kernels: Option<&Path>,
+    dirs: &Dirs,
     kinds: &[ProofKind],
     size: SectorSize,
     seed: u64,
     backend: &str,
 ) -> CliResult {
+    let store = &dirs.store;
     eprintln!(
         "note: these are INSECURE test parameters (known randomness), written to {}",
         store.dir().display()
@@ -606,7 +616,7 @@ fn params_cmd(
     let rep = Reporter::new();
     for &kind in kinds {
         let proof = RegisteredProof::latest(kind, size);
-        ensure_params(store, proof, (seed, kernels), backend, &rep)?;
+        ensure_params(dirs, proof, seed, backend, &rep)?;
     }
     if kinds.contains(&ProofKind::PorepC2) {
         // non-interactive PoRep's aggregation reads the inner-product SRS beside them
@@ -636,19 +646,20 @@ fn products_on(choice: &str, kernels: Option<&Path>) -> Result<ProductsOn> {
 }
 
 /// Generates test parameters for `proof` from `seed` unless they are present, the fixed-base
-/// products where `backend` says (`auto`, `cpu`, `gpu`; a GPU's kernels cached in `kernels`).
+/// products where `backend` says (`auto`, `cpu`, `gpu`; a GPU's kernels cached in `dirs`).
 fn ensure_params(
-    store: &SrsStore,
+    dirs: &Dirs,
     proof: RegisteredProof,
-    (seed, kernels): (u64, Option<&Path>),
+    seed: u64,
     backend: &str,
     rep: &Reporter,
 ) -> Result<()> {
+    let store = &dirs.store;
     if store.has(proof)? {
         rep.done(format!("parameters for {proof}: present"));
         return Ok(());
     }
-    let on = products_on(backend, kernels)?;
+    let on = products_on(backend, dirs.kernels.as_deref())?;
     rep.step(format!(
         "generating test parameters for {proof} on {} (once; minutes for PoRep and SnapDeals)",
         on.describe()
@@ -883,15 +894,15 @@ fn print_summary(request: &ProofRequest, result: &JobResult) {
 
 /// Generates test parameters and real 2 KiB inputs, and proves `kinds` through the Engine
 /// on this machine (its GPUs when present, else the CPU).
-fn demo(store: &SrsStore, kernels: Option<&Path>, kinds: &[ProofKind], seed: u64) -> CliResult {
+fn demo(dirs: &Dirs, kinds: &[ProofKind], seed: u64) -> CliResult {
     let t0 = Instant::now();
     let size = SectorSize::S2KiB;
     let rep = Reporter::new();
     for kind in kinds {
         ensure_params(
-            store,
+            dirs,
             RegisteredProof::latest(*kind, size),
-            (seed, kernels),
+            seed,
             "cpu",
             &rep,
         )?;
@@ -904,7 +915,7 @@ fn demo(store: &SrsStore, kernels: Option<&Path>, kinds: &[ProofKind], seed: u64
         "inputs generated in {:.2}s",
         t.elapsed().as_secs_f64()
     ));
-    let engine = start_engine(engine_config(store, kernels), &rep)?;
+    let engine = start_engine(dirs.engine_config(), &rep)?;
     let mut results = Vec::new();
     let mut failed = None;
     for kind in kinds {
@@ -975,8 +986,7 @@ fn bench_backend(choice: &str, kernels: Option<&Path>) -> Result<(Box<dyn cuzk::
 }
 
 fn bench(
-    store: &SrsStore,
-    kernels: Option<&Path>,
+    dirs: &Dirs,
     kinds: &[ProofKind],
     backend: &str,
     runs: usize,
@@ -984,15 +994,15 @@ fn bench(
 ) -> Result<()> {
     let probe = BellpersonLogProbe::get();
     let choice = backend;
-    let (mut backend, backend_line) = bench_backend(choice, kernels)?;
+    let (mut backend, backend_line) = bench_backend(choice, dirs.kernels.as_deref())?;
     let rep = Reporter::new();
     // dual has opened a GPU: missing parameters are made there too
     let products = if choice == "dual" { "gpu" } else { choice };
     for kind in kinds {
         ensure_params(
-            store,
+            dirs,
             RegisteredProof::latest(*kind, size),
-            (1, kernels),
+            1,
             products,
             &rep,
         )?;
@@ -1005,7 +1015,7 @@ fn bench(
             "{kind}: {runs} run(s) + warm-up, cuzk then bellperson"
         ));
         summaries.push(bench_against_bellperson(
-            store,
+            &dirs.store,
             backend.as_mut(),
             inputs.get(*kind),
             runs,

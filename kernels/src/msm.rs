@@ -520,17 +520,12 @@ impl GpuDevice {
         chunk: usize,
     ) -> Result<C::Projective> {
         check_range(bases.len(), &range)?;
-        match bases.buf.as_ref() {
-            Some(buf) => {
-                let bases = Source::<C>::Device(buf);
-                self.msm_over(bases, range, scalars, from, chunk, WindowSpan::Chunk)
-            }
+        let source = match bases.buf.as_ref() {
+            Some(buf) => Source::<C>::Device(buf),
             // no points: the range is empty (checked above); the scalars are still checked
-            None => {
-                let bases = Source::<C>::None;
-                self.msm_over(bases, range, scalars, from, chunk, WindowSpan::Chunk)
-            }
-        }
+            None => Source::None,
+        };
+        self.msm_over(source, range, scalars, from, chunk, WindowSpan::Chunk)
     }
 
     /// `sum_i scalars[from + i] * host[range.start + i]` for `i < range.len()`, with the

@@ -543,7 +543,7 @@ fn streamed_h_msm_in_chunks_of_its_own_equals_blstrs() {
     };
     assert_eq!(h_chunk(&roomy, m as u64, chunk), 1 << 16);
     let mut rings = Rings::new(&dev, chunk).expect("rings");
-    let got = rings.msm_h(&dev, &points, n, &d, &roomy).expect("H MSM");
+    let got = rings.msm_h(&dev, &points, n, &d, 0, &roomy).expect("H MSM");
     assert_eq!(got, want, "in a chunk of 2^16");
     assert_eq!(rings.bytes_moved(), (n * 96) as u64);
     assert_eq!(rings.g1.bytes_moved(), 0, "the rings' own buffers unused");
@@ -556,11 +556,11 @@ fn streamed_h_msm_in_chunks_of_its_own_equals_blstrs() {
         ..roomy
     };
     assert_eq!(h_chunk(&tight, m as u64, chunk), chunk);
-    let got = rings.msm_h(&dev, &points, n, &d, &tight).expect("H MSM");
+    let got = rings.msm_h(&dev, &points, n, &d, 0, &tight).expect("H MSM");
     assert_eq!(got, want, "in chunks of 2^10");
     assert_eq!(rings.g1.bytes_moved(), (n * 96) as u64);
     // a range past the points is an error, not a panic
-    assert!(rings.msm_h(&dev, &points, n + 1, &d, &tight).is_err());
+    assert!(rings.msm_h(&dev, &points, n + 1, &d, 0, &tight).is_err());
 }
 
 /// Ten partitions proved as one streamed batch (each chunk of the L, A and B bases crossing

@@ -216,7 +216,7 @@ fn own_phases(
                 }
             })?;
             let h = partition::phase(dev, partition, "msm_h", &mut t.msm_h, || match &d_a {
-                Some(h) => rings.msm_h(dev, host.h, host.h.len(), h, &host.lens()),
+                Some(h) => rings.msm_h(dev, host.h, host.h.len(), h, 0, &host.lens()),
                 None => Ok(G1Projective::identity()),
             })?;
             Ok::<_, Error>(h * kappa)

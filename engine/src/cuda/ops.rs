@@ -115,7 +115,7 @@ impl Bases {
                     .as_deref()
                     .map_or_else(|| HostQueries::of(&srs.params), HostSrs::queries);
                 match query {
-                    G1Query::H => rings.msm_h(dev, q.h, n, scalars, &q.lens()),
+                    G1Query::H => rings.msm_h(dev, q.h, n, scalars, 0, &q.lens()),
                     _ => {
                         let g1 = &mut rings.g1;
                         dev.msm_streamed(query.host(&q), 0..n, scalars, 0, g1, QUERY_SPAN)

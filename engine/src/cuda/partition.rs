@@ -236,10 +236,7 @@ impl Queries<'_> {
             }
             Queries::Streamed { host, rings } => {
                 let bases = match query {
-                    G1Query::H if from == 0 => {
-                        return rings.msm_h(dev, host.h, n, scalars, &host.lens())
-                    }
-                    G1Query::H => host.h,
+                    G1Query::H => return rings.msm_h(dev, host.h, n, scalars, from, &host.lens()),
                     G1Query::L => host.l,
                     G1Query::A => host.a,
                     G1Query::BG1 => host.b_g1,

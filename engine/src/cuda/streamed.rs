@@ -63,8 +63,8 @@ impl Rings {
         })
     }
 
-    /// The H MSM of a partition whose queries have the counts `lens`: `sum_i scalars[i] *
-    /// h[i]` for `i < n` (`scalars` is the domain buffer). It streams in chunks of
+    /// The H MSM of a partition whose queries have the counts `lens`: `sum_i scalars[from +
+    /// i] * h[i]` for `i < n` (`scalars` is the domain buffer). It streams in chunks of
     /// [`h_chunk`] points, through a ring of its own allocated for the call where that
     /// exceeds these rings' chunk (its buffers are freed on return), planned as [`h_span`]
     /// says; the device memory plan counts that ring in the H phase.
@@ -74,6 +74,7 @@ impl Rings {
         h: &[G1Affine],
         n: usize,
         scalars: &DeviceBuffer<Scalar>,
+        from: usize,
         lens: &QueryLens,
     ) -> cuzk_kernels::Result<G1Projective> {
         let chunk = self.chunk();
@@ -81,10 +82,10 @@ impl Rings {
         let h_chunk = h_chunk(lens, m, chunk);
         let span = h_span(h_chunk);
         if h_chunk <= chunk {
-            return dev.msm_streamed(h, 0..n, scalars, 0, &mut self.g1, span);
+            return dev.msm_streamed(h, 0..n, scalars, from, &mut self.g1, span);
         }
         let mut ring = BaseRing::<G1>::new(dev, h_chunk, RING_SLOTS)?;
-        let sum = dev.msm_streamed(h, 0..n, scalars, 0, &mut ring, span);
+        let sum = dev.msm_streamed(h, 0..n, scalars, from, &mut ring, span);
         // no copy may still be writing into the ring's buffers when they are freed
         let waited = ring.wait();
         self.h_moved += ring.bytes_moved();
