@@ -12,9 +12,12 @@
 mod decode;
 mod label_witness;
 pub mod partition;
+mod por_witness;
 pub mod porep;
 mod porep_witness;
+mod poseidon_witness;
 pub mod post;
+mod sha256_witness;
 mod shape;
 pub mod snap;
 pub mod synthetic;

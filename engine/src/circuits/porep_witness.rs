@@ -8,14 +8,17 @@
 //! challenged column's hash and its inclusion in tree C). storage-proofs-porep 19.1's
 //! `Proof::synthesize` does exactly this (`stacked/circuit/params.rs`).
 //!
-//! Heads and tails run the same gadgets, in the same order, in a fresh witness system whose
-//! first variables are the values the piece reads (the "context": commitments, the parents'
-//! columns, the labels). The piece's own variables are those allocated after the context. A
-//! witness system never looks at variable indices (it skips every `enforce`), so the values
-//! come out as in one sequential run; concatenated in the circuit's order, they are its
-//! witness. Labelings, two thirds of the time through the gadgets, are computed natively
-//! ([`label_witness`]: the values the SHA-256 gadgets would allocate, without running them);
-//! the tests keep the gadget path as its reference.
+//! Each piece's values are computed natively, without a constraint system: the values the
+//! gadgets would allocate, in their order ([`label_witness`] for the labelings,
+//! [`por_witness`] for the inclusion paths, [`poseidon_witness`] for the column hashes).
+//! The values a piece reads (the commitments, the parents' columns, the labels) are
+//! allocated by earlier pieces; a piece's own variables are those it allocates. A witness
+//! system never looks at variable indices, so the pieces' values, concatenated in the
+//! circuit's order, are its witness. Through the gadgets, on one thread, a 32 GiB
+//! partition's labelings took about 27 s and its heads about 12 s (8 of them tree D's
+//! SHA-256 paths). The tests keep the gadget labeling as a reference; each mirror module
+//! compares itself with its gadgets. Each path's root is checked against its commitment
+//! here, as the circuit constrains it, so a bad input is a synthesis error.
 //!
 //! Invariant: [`piecewise_witness`] returns exactly the sequential witness of the same
 //! circuit, variable for variable. The `pce_matches_full_synthesis_for_every_kind` tests
@@ -24,27 +27,22 @@
 //! The pieces' layout follows storage-proofs-porep 19.1; a release that changes the circuit
 //! also changes the recorded circuit's shape, which `cuzk_pce::evaluate` refuses.
 
-use bellpepper_core::{ConstraintSystem, SynthesisError};
+use bellpepper_core::SynthesisError;
+#[cfg(test)]
 use bellperson::gadgets::num::AllocatedNum;
 use blstrs::Scalar;
 use cuzk_pce::WitnessCs;
 use ff::Field;
-use filecoin_hashers::{Hasher, PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
+use filecoin_hashers::{POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::DefaultPieceHasher;
-use generic_array::typenum::{U11, U2};
 use rayon::prelude::*;
-use storage_proofs_core::{
-    gadgets::{
-        encode::encode,
-        por::{AuthPath, PoRCircuit},
-        uint64::UInt64,
-        variables::Root,
-    },
-    merkle::{DiskStore, MerkleTreeTrait, MerkleTreeWrapper},
-};
+use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{self, StackedCircuit};
 
 use super::label_witness;
+use super::por_witness::{self, PathLevel, TreeHash};
+use super::poseidon_witness;
+use super::sha256_witness::Aux;
 use crate::error::Error;
 
 /// A challenge's vanilla proof, as a C1 output holds it.
@@ -96,6 +94,7 @@ fn fresh() -> WitnessCs {
 }
 
 /// A context value: allocated before the piece's mark, so not part of its witness.
+#[cfg(test)]
 fn known(
     cs: &mut WitnessCs,
     v: Scalar,
@@ -104,61 +103,18 @@ fn known(
 }
 
 /// Where a piece's own variables begin: everything allocated so far is context.
+#[cfg(test)]
 fn mark(cs: &WitnessCs) -> (usize, usize) {
     (cs.input.len(), cs.aux.len())
 }
 
 /// The variables allocated since `mark`.
+#[cfg(test)]
 fn since(mut cs: WitnessCs, (inputs, aux): (usize, usize), label: Option<Scalar>) -> PieceWitness {
     PieceWitness {
         input: cs.input.split_off(inputs),
         aux: cs.aux.split_off(aux),
         label,
-    }
-}
-
-/// `leaf`'s inclusion under `root` along `path` (the circuit's own `enforce_inclusion`).
-fn enforce_inclusion<H, U, V, W, CS>(
-    cs: CS,
-    path: AuthPath<H, U, V, W>,
-    root: &AllocatedNum<Scalar>,
-    leaf: &AllocatedNum<Scalar>,
-) -> std::result::Result<(), SynthesisError>
-where
-    H: 'static + Hasher,
-    U: 'static + PoseidonArity,
-    V: 'static + PoseidonArity,
-    W: 'static + PoseidonArity,
-    CS: ConstraintSystem<Scalar>,
-{
-    PoRCircuit::<MerkleTreeWrapper<H, DiskStore<H::Domain>, U, V, W>>::synthesize(
-        cs,
-        Root::from_allocated::<CS>(leaf.clone()),
-        path,
-        Root::from_allocated::<CS>(root.clone()),
-        true,
-    )
-}
-
-/// The hash of a column of labels (the circuit's `hash_single_column`: Poseidon of arity 2
-/// or 11, the only layer counts Filecoin has).
-fn hash_single_column<CS: ConstraintSystem<Scalar>>(
-    cs: CS,
-    column: &[AllocatedNum<Scalar>],
-) -> std::result::Result<AllocatedNum<Scalar>, SynthesisError> {
-    match column.len() {
-        2 => neptune::circuit::poseidon_hash::<CS, Scalar, U2>(
-            cs,
-            column.to_vec(),
-            &POSEIDON_CONSTANTS_2,
-        ),
-        11 => neptune::circuit::poseidon_hash::<CS, Scalar, U11>(
-            cs,
-            column.to_vec(),
-            &POSEIDON_CONSTANTS_11,
-        ),
-        // refused before any piece runs (`piecewise_witness`)
-        _ => Err(SynthesisError::Unsatisfiable),
     }
 }
 
@@ -276,6 +232,126 @@ fn column_rows<C: Clone>(
         .collect()
 }
 
+/// A challenge's inclusion paths, read from its vanilla proof.
+struct Paths {
+    /// The data leaf's in tree D.
+    d: Vec<PathLevel>,
+    /// The encoded node's in tree R.
+    r: Vec<PathLevel>,
+    /// The challenged column's in tree C.
+    c_x: Vec<PathLevel>,
+    /// Each parent's column's in tree C: base parents, then expander parents.
+    parents: Vec<Vec<PathLevel>>,
+}
+
+impl Paths {
+    fn of<Tree: 'static + MerkleTreeTrait>(
+        c: &VanillaChallenge<Tree>,
+    ) -> std::result::Result<Paths, SynthesisError> {
+        let columns = &c.replica_column_proofs;
+        Ok(Paths {
+            d: c.comm_d_proofs.as_options(),
+            r: c.comm_r_last_proof.as_options(),
+            c_x: column_path(&columns.c_x)?,
+            parents: columns
+                .drg_parents
+                .iter()
+                .chain(&columns.exp_parents)
+                .map(column_path)
+                .collect::<std::result::Result<_, _>>()?,
+        })
+    }
+}
+
+/// The inclusion path of a vanilla column proof. storage-proofs-porep keeps the proof's
+/// fields to its crate; its serialized form names them, so the path is read back from it.
+fn column_path<P: MerkleProofTrait>(
+    proof: &stacked::ColumnProof<P>,
+) -> std::result::Result<Vec<PathLevel>, SynthesisError> {
+    #[derive(serde::Deserialize)]
+    #[serde(bound = "P: serde::de::DeserializeOwned")]
+    struct Path<P> {
+        inclusion_proof: P,
+    }
+    let value = serde_json::to_value(proof).map_err(|_| SynthesisError::AssignmentMissing)?;
+    let path: Path<P> =
+        serde_json::from_value(value).map_err(|_| SynthesisError::AssignmentMissing)?;
+    Ok(path.inclusion_proof.as_options())
+}
+
+/// The circuit's constraint that a path leads to its root, checked here so that a bad
+/// input is a synthesis error rather than a proof that fails verification.
+fn check_root(computed: Scalar, root: Scalar) -> std::result::Result<(), SynthesisError> {
+    if computed == root {
+        Ok(())
+    } else {
+        Err(SynthesisError::Unsatisfiable)
+    }
+}
+
+/// storage-proofs-porep's `hash_single_column`: Poseidon of arity 2 or 11, the only layer
+/// counts Filecoin has.
+fn column_hash(column: &[Scalar], aux: &mut Aux) -> std::result::Result<Scalar, SynthesisError> {
+    match column.len() {
+        2 => poseidon_witness::hash(column, &POSEIDON_CONSTANTS_2, aux),
+        11 => poseidon_witness::hash(column, &POSEIDON_CONSTANTS_11, aux),
+        // refused before any piece runs (`piecewise_witness`)
+        _ => Err(SynthesisError::Unsatisfiable),
+    }
+}
+
+/// A challenge's head: the data leaf and its inclusion in tree D, each parent's column,
+/// its hash and its inclusion in tree C, then the challenge as 64 bits packed into an
+/// input.
+fn head(
+    values: &TopValues,
+    data_leaf: Scalar,
+    node: u64,
+    paths: &Paths,
+    (drg, exp): &ParentColumns,
+) -> PieceResult {
+    let (mut aux, mut input) = (Aux(vec![data_leaf]), Vec::new());
+    let root = por_witness::inclusion(data_leaf, &paths.d, TreeHash::Sha256, &mut aux, &mut input)?;
+    check_root(root, values.comm_d)?;
+    if drg.len() + exp.len() != paths.parents.len() {
+        return Err(SynthesisError::AssignmentMissing);
+    }
+    for (rows, path) in drg.iter().chain(exp).zip(&paths.parents) {
+        aux.0.extend_from_slice(rows);
+        let hash = column_hash(rows, &mut aux)?;
+        let root = por_witness::inclusion(hash, path, TreeHash::Poseidon, &mut aux, &mut input)?;
+        check_root(root, values.comm_c)?;
+    }
+    // `UInt64::alloc` allocates the challenge's bits; `pack_into_input`, one input
+    for i in 0..64 {
+        aux.bit(node >> i & 1 == 1);
+    }
+    input.push(Scalar::from(node));
+    Ok(PieceWitness {
+        input,
+        aux: aux.0,
+        label: None,
+    })
+}
+
+/// A challenge's tail: the encoding of its last label and the data leaf, its inclusion in
+/// tree R, the challenged column's hash (`labels`) and its inclusion in tree C.
+fn tail(values: &TopValues, data_leaf: Scalar, labels: &[Scalar], paths: &Paths) -> PieceResult {
+    let key = labels.last().ok_or(SynthesisError::AssignmentMissing)?;
+    let encoded = *key + data_leaf;
+    let (mut aux, mut input) = (Aux(vec![encoded]), Vec::new());
+    let root = por_witness::inclusion(encoded, &paths.r, TreeHash::Poseidon, &mut aux, &mut input)?;
+    check_root(root, values.comm_r_last)?;
+    let hash = column_hash(labels, &mut aux)?;
+    let root = por_witness::inclusion(hash, &paths.c_x, TreeHash::Poseidon, &mut aux, &mut input)?;
+    check_root(root, values.comm_c)?;
+    Ok(PieceWitness {
+        input,
+        aux: aux.0,
+        label: None,
+    })
+}
+
 /// One piece of one of `challenges` as a function of the challenge's index, the piece and
 /// (for the tail only) the challenge's labels.
 fn piece_fn<Tree: 'static + MerkleTreeTrait>(
@@ -283,13 +359,18 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
     challenges: Vec<VanillaChallenge<Tree>>,
     labeler: Labeler,
 ) -> std::result::Result<impl Fn(usize, Piece, &[Scalar]) -> PieceResult + Sync, SynthesisError> {
+    // the paths, read from the vanilla proofs before they become the circuit's
+    let paths = challenges
+        .iter()
+        .map(Paths::of)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
     let proofs = circuit_proofs(
         StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<WitnessCs>,
         challenges,
     );
     let missing = || SynthesisError::AssignmentMissing;
 
-    // Each challenge's parents' columns, read once for all its labelings.
+    // Each challenge's parents' columns, read once for all its pieces.
     let mut columns: Vec<ParentColumns> = Vec::with_capacity(proofs.len());
     for p in &proofs {
         let drg = column_rows(p.drg_parents_proofs.as_slice(), |c, cs| {
@@ -306,27 +387,15 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
                       labels: &[Scalar]|
           -> std::result::Result<PieceWitness, SynthesisError> {
         let p = proofs.get(c).ok_or_else(missing)?;
-        let mut cs = fresh();
+        let data_leaf = p.data_leaf.ok_or_else(missing)?;
+        let node = p.challenge.ok_or_else(missing)?;
+        let paths = paths.get(c).ok_or_else(missing)?;
+        let columns = columns.get(c).ok_or_else(missing)?;
         match piece {
-            Piece::Head => {
-                let comm_d = known(&mut cs, values.comm_d)?;
-                let comm_c = known(&mut cs, values.comm_c)?;
-                let at = mark(&cs);
-                let data_leaf = AllocatedNum::alloc(&mut cs, || p.data_leaf.ok_or_else(missing))?;
-                enforce_inclusion(&mut cs, p.comm_d_path.clone(), &comm_d, &data_leaf)?;
-                for parent in p.drg_parents_proofs.iter().chain(&p.exp_parents_proofs) {
-                    let (column, path) = parent.clone().alloc(&mut cs)?;
-                    let hash = column.hash(&mut cs)?;
-                    enforce_inclusion(&mut cs, path, &comm_c, &hash)?;
-                }
-                let challenge = UInt64::alloc(&mut cs, p.challenge)?;
-                challenge.pack_into_input(&mut cs)?;
-                Ok(since(cs, at, None))
-            }
+            Piece::Head => head(&values, data_leaf, node, paths, columns),
             Piece::Labeling(layer) => match labeler {
                 Labeler::Native => {
-                    let node = p.challenge.ok_or_else(missing)?;
-                    let parents = parent_labels(columns.get(c).ok_or_else(missing)?, layer)?;
+                    let parents = parent_labels(columns, layer)?;
                     let l = label_witness::labeling(&values.replica_id, layer, node, &parents)?;
                     Ok(PieceWitness {
                         input: Vec::new(),
@@ -337,9 +406,12 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
                 #[cfg(test)]
                 Labeler::Gadgets => {
                     use bellperson::gadgets::{boolean::Boolean, uint32::UInt32};
-                    use storage_proofs_core::util::reverse_bit_numbering;
+                    use storage_proofs_core::{
+                        gadgets::uint64::UInt64, util::reverse_bit_numbering,
+                    };
                     use storage_proofs_porep::stacked::create_label_circuit;
 
+                    let mut cs = fresh();
                     let replica_id = known(&mut cs, values.replica_id)?;
                     let replica_id_bits = reverse_bit_numbering(replica_id.to_bits_le(&mut cs)?);
                     let challenge = UInt64::alloc(&mut cs, p.challenge)?;
@@ -377,22 +449,7 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
                     Ok(since(cs, at, Some(value)))
                 }
             },
-            Piece::Tail => {
-                let comm_c = known(&mut cs, values.comm_c)?;
-                let comm_r_last = known(&mut cs, values.comm_r_last)?;
-                let data_leaf = AllocatedNum::alloc(&mut cs, || p.data_leaf.ok_or_else(missing))?;
-                let mut column = Vec::with_capacity(labels.len());
-                for &l in labels {
-                    column.push(known(&mut cs, l)?);
-                }
-                let at = mark(&cs);
-                let key = column.last().ok_or_else(missing)?;
-                let encoded = encode(&mut cs, key, &data_leaf)?;
-                enforce_inclusion(&mut cs, p.comm_r_last_path.clone(), &comm_r_last, &encoded)?;
-                let hash = hash_single_column(&mut cs, &column)?;
-                enforce_inclusion(&mut cs, p.comm_c_path.clone(), &comm_c, &hash)?;
-                Ok(since(cs, at, None))
-            }
+            Piece::Tail => tail(&values, data_leaf, labels, paths),
         }
     };
     Ok(piece)
