@@ -508,8 +508,9 @@ fn every_kind_with_streamed_parameters_is_the_cpus_proof() {
 }
 
 /// A streamed partition's H MSM in chunks larger than its rings' (where the partition's
-/// other phases leave it the room: a ring of its own for the call) is blstrs' sum, the same
-/// as in the rings' own chunks, and its copies count as streamed bytes.
+/// other phases leave it the room: a ring of its own for the call), in one chunk or
+/// several, is blstrs' sum, the same as in the rings' own chunks, and its copies count as
+/// streamed bytes.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn streamed_h_msm_in_chunks_of_its_own_equals_blstrs() {
@@ -547,7 +548,8 @@ fn streamed_h_msm_in_chunks_of_its_own_equals_blstrs() {
     assert_eq!(got, want, "in a chunk of 2^16");
     assert_eq!(rings.bytes_moved(), (n * 96) as u64);
     assert_eq!(rings.g1.bytes_moved(), 0, "the rings' own buffers unused");
-    // no room beside it: the rings' chunk, the same sum
+    // little room beside it (the transform's tables set the floor): a chunk of its own
+    // between the rings' and the query's, several of them
     let tight = QueryLens {
         l: 1,
         a: 1,
@@ -555,12 +557,21 @@ fn streamed_h_msm_in_chunks_of_its_own_equals_blstrs() {
         b_g2: 1,
         ..roomy
     };
-    assert_eq!(h_chunk(&tight, m as u64, chunk), chunk);
+    let between = h_chunk(&tight, m as u64, chunk);
+    assert!(chunk < between && between < 1 << 16, "{between}");
     let got = rings.msm_h(&dev, &points, n, &d, 0, &tight).expect("H MSM");
-    assert_eq!(got, want, "in chunks of 2^10");
-    assert_eq!(rings.g1.bytes_moved(), (n * 96) as u64);
+    assert_eq!(got, want, "in chunks of {between}");
+    assert_eq!(rings.bytes_moved(), 2 * (n * 96) as u64);
+    assert_eq!(rings.g1.bytes_moved(), 0, "the rings' own buffers unused");
+    // rings as wide as the query: their own buffers, the same sum
+    let mut wide = Rings::new(&dev, 1 << 16).expect("rings");
+    assert_eq!(h_chunk(&roomy, m as u64, 1 << 16), 1 << 16);
+    let got = wide.msm_h(&dev, &points, n, &d, 0, &roomy).expect("H MSM");
+    assert_eq!(got, want, "in the rings' chunk");
+    assert_eq!(wide.g1.bytes_moved(), (n * 96) as u64);
     // a range past the points is an error, not a panic
     assert!(rings.msm_h(&dev, &points, n + 1, &d, 0, &tight).is_err());
+    assert!(wide.msm_h(&dev, &points, n + 1, &d, 0, &roomy).is_err());
 }
 
 /// Ten partitions proved as one streamed batch (each chunk of the L, A and B bases crossing
