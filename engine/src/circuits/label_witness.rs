@@ -50,19 +50,10 @@ pub(super) fn expand_parents<T: Clone>(
     Ok(expanded)
 }
 
-/// What a labeling allocates after its context.
-#[derive(Debug)]
-pub(super) struct Labeling {
-    /// Its aux values, in allocation order; the last one is the label.
-    pub aux: Vec<Scalar>,
-    /// The label.
-    pub label: Scalar,
-}
-
 /// The witness of the labeling of `node` at `layer` (1-based): what `to_bits_le` of each of
 /// `parents` (their labels, base parents then, above layer 1, expander parents) and then
 /// `create_label_circuit` allocate, in the context of `replica_id` and `node` already
-/// allocated as bits.
+/// allocated as bits. Pushes those values to `aux` (the label last) and returns the label.
 ///
 /// Errors: a layer beyond `u32`, or parents that do not expand to [`TOTAL_PARENTS`].
 pub(super) fn labeling(
@@ -70,17 +61,18 @@ pub(super) fn labeling(
     layer: usize,
     node: u64,
     parents: &[Scalar],
-) -> std::result::Result<Labeling, SynthesisError> {
+    aux: &mut Aux,
+) -> std::result::Result<Scalar, SynthesisError> {
     let layer_index = u32::try_from(layer).map_err(|_| SynthesisError::Unsatisfiable)?;
     let expanded = expand_parents((0..parents.len()).collect(), layer)?;
     if expanded.len() != TOTAL_PARENTS {
         return Err(SynthesisError::Unsatisfiable);
     }
-    let mut aux = Aux(Vec::with_capacity(parents.len() * FIELD_BITS + 20 * 25_000));
+    aux.0.reserve(parents.len() * FIELD_BITS + 20 * 25_000);
 
     // the parents' `to_bits_le`
     for p in parents {
-        to_bits_le(p, &mut aux);
+        to_bits_le(p, aux);
     }
 
     // the message: replica id | layer (constant) | node | zeros to 64 bytes | parents
@@ -96,8 +88,7 @@ pub(super) fn labeling(
     for &p in &expanded {
         message_bits(&parents[p], &mut message);
     }
-    let label = hash_packed(message, &mut aux)?;
-    Ok(Labeling { aux: aux.0, label })
+    hash_packed(message, aux)
 }
 
 #[cfg(test)]
@@ -167,13 +158,14 @@ mod tests {
         for layer in [1, 2, 1, 2, 7, 11] {
             let (id, node, parents) = random_case(&mut rng, layer);
             let (inputs, expected, label) = by_gadgets(id, layer, node, &parents);
-            let native = labeling(&id, layer, node, &parents).expect("labels");
+            let mut aux = Aux(Vec::new());
+            let native = labeling(&id, layer, node, &parents, &mut aux).expect("labels");
             assert!(inputs.is_empty(), "a labeling allocates no input");
-            assert_eq!(native.aux.len(), expected.len(), "layer {layer}");
-            if let Some(i) = (0..expected.len()).find(|&i| native.aux[i] != expected[i]) {
+            assert_eq!(aux.0.len(), expected.len(), "layer {layer}");
+            if let Some(i) = (0..expected.len()).find(|&i| aux.0[i] != expected[i]) {
                 panic!("layer {layer}: aux {i} of {} differs", expected.len());
             }
-            assert_eq!(native.label, label);
+            assert_eq!(native, label);
         }
     }
 
@@ -185,9 +177,10 @@ mod tests {
         for (layer, node, fill) in [(1, 0, Scalar::ZERO), (2, u64::MAX, max), (11, 1, max)] {
             let parents = vec![fill; if layer > 1 { 14 } else { 6 }];
             let (_, expected, label) = by_gadgets(fill, layer, node, &parents);
-            let native = labeling(&fill, layer, node, &parents).expect("labels");
-            assert!(native.aux == expected, "layer {layer}");
-            assert_eq!(native.label, label);
+            let mut aux = Aux(Vec::new());
+            let native = labeling(&fill, layer, node, &parents, &mut aux).expect("labels");
+            assert!(aux.0 == expected, "layer {layer}");
+            assert_eq!(native, label);
         }
     }
 
@@ -197,7 +190,7 @@ mod tests {
         for (layer, n) in [(1, 5), (1, 7), (2, 13), (2, 6), (1, 0)] {
             let parents = vec![Scalar::ONE; n];
             assert!(
-                labeling(&Scalar::ONE, layer, 3, &parents).is_err(),
+                labeling(&Scalar::ONE, layer, 3, &parents, &mut Aux(Vec::new())).is_err(),
                 "{layer} {n}"
             );
         }

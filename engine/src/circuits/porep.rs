@@ -337,18 +337,9 @@ impl<Tree: 'static + MerkleTreeTrait> StackedParts<Tree> {
             comm_c: self.comm_c.into(),
             comm_r_last: self.comm_r_last.into(),
         };
-        // the top level beside the challenges' pieces: they read only its values
-        let (top, challenges) = rayon::join(
-            || self.top_witness().map_err(synthesis),
-            || piecewise_witness::<Tree>(values, self.challenges.clone()),
-        );
-        let (mut input, mut aux) = top?;
-        let pieces = challenges?;
-        aux.reserve(pieces.iter().map(|(_, a)| a.len()).sum());
-        for (piece_input, piece_aux) in pieces {
-            input.extend_from_slice(&piece_input);
-            aux.extend_from_slice(&piece_aux);
-        }
+        // the top level alone, then the challenges' pieces after it
+        let (mut input, mut aux) = self.top_witness().map_err(synthesis)?;
+        piecewise_witness::<Tree>(values, self.challenges.clone(), &mut input, &mut aux)?;
         Ok((input, aux))
     }
 }

@@ -48,9 +48,6 @@ use crate::error::Error;
 /// A challenge's vanilla proof, as a C1 output holds it.
 type VanillaChallenge<Tree> = stacked::Proof<Tree, DefaultPieceHasher>;
 
-/// Variables a piece allocated: (inputs, aux), in allocation order.
-pub(super) type Variables = (Vec<Scalar>, Vec<Scalar>);
-
 /// The top level's values that the challenges read.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct TopValues {
@@ -75,14 +72,14 @@ enum Piece {
     Tail,
 }
 
-/// What one piece allocated: its inputs, its aux variables, and (labelings) the label.
+/// What one piece allocated besides its aux values (which it pushes to the buffer it is
+/// given): its inputs and (labelings) the label.
 struct PieceWitness {
     input: Vec<Scalar>,
-    aux: Vec<Scalar>,
     label: Option<Scalar>,
 }
 
-/// A piece's variables, or why it could not be computed.
+/// A piece's inputs and label, or why it could not be computed.
 type PieceResult = std::result::Result<PieceWitness, SynthesisError>;
 
 /// A fresh witness system holding ONE, ready for a piece's context.
@@ -108,12 +105,17 @@ fn mark(cs: &WitnessCs) -> (usize, usize) {
     (cs.input.len(), cs.aux.len())
 }
 
-/// The variables allocated since `mark`.
+/// The variables allocated since `mark`: the aux values pushed to `out`.
 #[cfg(test)]
-fn since(mut cs: WitnessCs, (inputs, aux): (usize, usize), label: Option<Scalar>) -> PieceWitness {
+fn since(
+    mut cs: WitnessCs,
+    (inputs, aux): (usize, usize),
+    label: Option<Scalar>,
+    out: &mut Aux,
+) -> PieceWitness {
+    out.0.extend_from_slice(&cs.aux[aux..]);
     PieceWitness {
         input: cs.input.split_off(inputs),
-        aux: cs.aux.split_off(aux),
         label,
     }
 }
@@ -129,26 +131,33 @@ where
     vanilla.into_iter().map(Into::into).collect()
 }
 
-/// The variables `challenges` allocate after the circuit's top level, computed in pieces on
-/// rayon's pool: a list of (inputs, aux) whose concatenation, in order, is what the
-/// sequential witness holds after the top level's variables.
+/// Appends the variables `challenges` allocate after the circuit's top level to `input`
+/// and `aux` (which hold the top level's), computed in pieces on rayon's pool: afterwards
+/// they hold what the sequential witness holds.
 ///
 /// Errors: a request whose challenges do not all have 2 or 11 layers (the only Filecoin
 /// PoRep shapes) is invalid; a gadget's error is a synthesis error.
 pub(super) fn piecewise_witness<Tree: 'static + MerkleTreeTrait>(
     values: TopValues,
     challenges: Vec<VanillaChallenge<Tree>>,
-) -> crate::error::Result<Vec<Variables>> {
+    input: &mut Vec<Scalar>,
+    aux: &mut Vec<Scalar>,
+) -> crate::error::Result<()> {
     let layers = match challenges.first() {
         Some(c) => c.labeling_proofs.len(),
-        None => return Ok(Vec::new()),
+        None => return Ok(()),
     };
     if !matches!(layers, 2 | 11) || challenges.iter().any(|c| c.labeling_proofs.len() != layers) {
         return Err(Error::InvalidRequest(format!(
             "PoRep challenge proofs with {layers} layers, or disagreeing on it (Filecoin has 2 or 11)"
         )));
     }
-    pieces::<Tree>(values, challenges, layers, Labeler::Native).map_err(|e| Error::Synthesis {
+    let count = challenges.len();
+    let pieces = piece_fn::<Tree>(values, challenges, Labeler::Native).and_then(|piece| {
+        let _span = tracing::debug_span!("porep piecewise witness", layers).entered();
+        run_pieces(count, layers, piece, input, aux)
+    });
+    pieces.map_err(|e| Error::Synthesis {
         partition: 0,
         reason: e.to_string(),
     })
@@ -162,27 +171,6 @@ enum Labeler {
     /// By storage-proofs-porep's gadgets in a witness system: the reference.
     #[cfg(test)]
     Gadgets,
-}
-
-/// [`piecewise_witness`] once the shape is checked.
-fn pieces<Tree: 'static + MerkleTreeTrait>(
-    values: TopValues,
-    challenges: Vec<VanillaChallenge<Tree>>,
-    layers: usize,
-    labeler: Labeler,
-) -> std::result::Result<Vec<Variables>, SynthesisError> {
-    let _span = tracing::debug_span!(
-        "porep piecewise witness",
-        challenges = challenges.len(),
-        layers
-    )
-    .entered();
-    let count = challenges.len();
-    run_pieces(
-        count,
-        layers,
-        piece_fn::<Tree>(values, challenges, labeler)?,
-    )
 }
 
 /// The parents' label rows of one challenge: (base parents, expander parents), each a
@@ -309,17 +297,19 @@ fn head(
     node: u64,
     paths: &Paths,
     (drg, exp): &ParentColumns,
+    aux: &mut Aux,
 ) -> PieceResult {
-    let (mut aux, mut input) = (Aux(vec![data_leaf]), Vec::new());
-    let root = por_witness::inclusion(data_leaf, &paths.d, TreeHash::Sha256, &mut aux, &mut input)?;
+    let mut input = Vec::new();
+    aux.0.push(data_leaf);
+    let root = por_witness::inclusion(data_leaf, &paths.d, TreeHash::Sha256, aux, &mut input)?;
     check_root(root, values.comm_d)?;
     if drg.len() + exp.len() != paths.parents.len() {
         return Err(SynthesisError::AssignmentMissing);
     }
     for (rows, path) in drg.iter().chain(exp).zip(&paths.parents) {
         aux.0.extend_from_slice(rows);
-        let hash = column_hash(rows, &mut aux)?;
-        let root = por_witness::inclusion(hash, path, TreeHash::Poseidon, &mut aux, &mut input)?;
+        let hash = column_hash(rows, aux)?;
+        let root = por_witness::inclusion(hash, path, TreeHash::Poseidon, aux, &mut input)?;
         check_root(root, values.comm_c)?;
     }
     // `UInt64::alloc` allocates the challenge's bits; `pack_into_input`, one input
@@ -327,38 +317,40 @@ fn head(
         aux.bit(node >> i & 1 == 1);
     }
     input.push(Scalar::from(node));
-    Ok(PieceWitness {
-        input,
-        aux: aux.0,
-        label: None,
-    })
+    Ok(PieceWitness { input, label: None })
 }
 
 /// A challenge's tail: the encoding of its last label and the data leaf, its inclusion in
 /// tree R, the challenged column's hash (`labels`) and its inclusion in tree C.
-fn tail(values: &TopValues, data_leaf: Scalar, labels: &[Scalar], paths: &Paths) -> PieceResult {
+fn tail(
+    values: &TopValues,
+    data_leaf: Scalar,
+    labels: &[Scalar],
+    paths: &Paths,
+    aux: &mut Aux,
+) -> PieceResult {
     let key = labels.last().ok_or(SynthesisError::AssignmentMissing)?;
     let encoded = *key + data_leaf;
-    let (mut aux, mut input) = (Aux(vec![encoded]), Vec::new());
-    let root = por_witness::inclusion(encoded, &paths.r, TreeHash::Poseidon, &mut aux, &mut input)?;
+    let mut input = Vec::new();
+    aux.0.push(encoded);
+    let root = por_witness::inclusion(encoded, &paths.r, TreeHash::Poseidon, aux, &mut input)?;
     check_root(root, values.comm_r_last)?;
-    let hash = column_hash(labels, &mut aux)?;
-    let root = por_witness::inclusion(hash, &paths.c_x, TreeHash::Poseidon, &mut aux, &mut input)?;
+    let hash = column_hash(labels, aux)?;
+    let root = por_witness::inclusion(hash, &paths.c_x, TreeHash::Poseidon, aux, &mut input)?;
     check_root(root, values.comm_c)?;
-    Ok(PieceWitness {
-        input,
-        aux: aux.0,
-        label: None,
-    })
+    Ok(PieceWitness { input, label: None })
 }
 
-/// One piece of one of `challenges` as a function of the challenge's index, the piece and
-/// (for the tail only) the challenge's labels.
+/// One piece of one of `challenges` as a function of the challenge's index, the piece,
+/// (for the tail only) the challenge's labels, and the buffer its aux values go to.
 fn piece_fn<Tree: 'static + MerkleTreeTrait>(
     values: TopValues,
     challenges: Vec<VanillaChallenge<Tree>>,
     labeler: Labeler,
-) -> std::result::Result<impl Fn(usize, Piece, &[Scalar]) -> PieceResult + Sync, SynthesisError> {
+) -> std::result::Result<
+    impl Fn(usize, Piece, &[Scalar], &mut Aux) -> PieceResult + Sync,
+    SynthesisError,
+> {
     // the paths, read from the vanilla proofs before they become the circuit's
     let paths = challenges
         .iter()
@@ -384,7 +376,8 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
 
     let piece = move |c: usize,
                       piece: Piece,
-                      labels: &[Scalar]|
+                      labels: &[Scalar],
+                      aux: &mut Aux|
           -> std::result::Result<PieceWitness, SynthesisError> {
         let p = proofs.get(c).ok_or_else(missing)?;
         let data_leaf = p.data_leaf.ok_or_else(missing)?;
@@ -392,15 +385,15 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
         let paths = paths.get(c).ok_or_else(missing)?;
         let columns = columns.get(c).ok_or_else(missing)?;
         match piece {
-            Piece::Head => head(&values, data_leaf, node, paths, columns),
+            Piece::Head => head(&values, data_leaf, node, paths, columns, aux),
             Piece::Labeling(layer) => match labeler {
                 Labeler::Native => {
                     let parents = parent_labels(columns, layer)?;
-                    let l = label_witness::labeling(&values.replica_id, layer, node, &parents)?;
+                    let label =
+                        label_witness::labeling(&values.replica_id, layer, node, &parents, aux)?;
                     Ok(PieceWitness {
                         input: Vec::new(),
-                        aux: l.aux,
-                        label: Some(l.label),
+                        label: Some(label),
                     })
                 }
                 #[cfg(test)]
@@ -446,39 +439,118 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
                         challenge,
                     )?;
                     let value = label.get_value().ok_or_else(missing)?;
-                    Ok(since(cs, at, Some(value)))
+                    Ok(since(cs, at, Some(value), aux))
                 }
             },
-            Piece::Tail => tail(&values, data_leaf, labels, paths),
+            Piece::Tail => tail(&values, data_leaf, labels, paths, aux),
         }
     };
     Ok(piece)
 }
 
 /// Runs every piece of `challenges` challenges of `layers` layers through `piece`, on
-/// rayon's pool, and returns their variables in the circuit's order (each challenge's head,
-/// labelings and tail).
+/// rayon's pool, and appends their inputs and aux values to `input` and `aux` in the
+/// circuit's order (each challenge's head, labelings and tail).
+///
+/// Every challenge allocates as much as the first (the circuit's shape does not depend on
+/// the values), so after the first challenge's pieces `aux` grows once, filled in parallel,
+/// and each piece's values are copied into their place from a buffer its thread reuses: a
+/// 32 GiB partition's 4.2 GB witness is not built twice, nor its pages faulted in twice.
+///
+/// Errors: a piece's error; a piece allocating other than the first challenge's piece
+/// did (`Unsatisfiable`).
 fn run_pieces(
     challenges: usize,
     layers: usize,
-    piece: impl Fn(usize, Piece, &[Scalar]) -> PieceResult + Sync,
-) -> std::result::Result<Vec<Variables>, SynthesisError> {
+    piece: impl Fn(usize, Piece, &[Scalar], &mut Aux) -> PieceResult + Sync,
+    input: &mut Vec<Scalar>,
+    aux: &mut Vec<Scalar>,
+) -> std::result::Result<(), SynthesisError> {
     let missing = || SynthesisError::AssignmentMissing;
-    // First the heads and the labelings of every challenge, all at once; then the tails,
-    // which read the labels.
-    let first: Vec<(usize, Piece)> = (0..challenges)
-        .flat_map(|c| {
-            std::iter::once((c, Piece::Head))
-                .chain((1..=layers).map(move |l| (c, Piece::Labeling(l))))
+    if challenges == 0 {
+        return Ok(());
+    }
+    let first_pieces = |c: usize| {
+        std::iter::once(Piece::Head)
+            .chain((1..=layers).map(Piece::Labeling))
+            .map(move |p| (c, p))
+    };
+
+    // The first challenge into buffers of its own: its pieces' sizes are every challenge's.
+    let first: Vec<(PieceWitness, Vec<Scalar>)> = first_pieces(0)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|(c, p)| {
+            let mut own = Aux(Vec::new());
+            piece(c, p, &[], &mut own).map(|w| (w, own.0))
         })
+        .collect::<Result<_, _>>()?;
+    let labels0: Vec<Scalar> = first[1..]
+        .iter()
+        .map(|(w, _)| w.label.ok_or_else(missing))
+        .collect::<Result<_, _>>()?;
+    let mut tail0 = Aux(Vec::new());
+    let tail0_witness = piece(0, Piece::Tail, &labels0, &mut tail0)?;
+    let sizes: Vec<usize> = first
+        .iter()
+        .map(|(_, a)| a.len())
+        .chain(std::iter::once(tail0.0.len()))
         .collect();
-    let done = first
-        .par_iter()
-        .map(|&(c, p)| piece(c, p, &[]))
-        .collect::<Result<Vec<_>, _>>()?;
-    let per_challenge = layers + 1;
+    let per_challenge: usize = sizes.iter().sum();
+
+    // The whole witness's room at once, its pages touched on every thread.
+    let base = aux.len();
+    aux.reserve_exact(per_challenge * challenges);
+    aux.par_extend(rayon::iter::repeat_n(
+        Scalar::ZERO,
+        per_challenge * challenges,
+    ));
+    let mut slots: Vec<Vec<&mut [Scalar]>> = Vec::with_capacity(challenges);
+    for mut rest in aux[base..].chunks_mut(per_challenge) {
+        let mut own = Vec::with_capacity(sizes.len());
+        for &len in &sizes {
+            let (slot, after) = rest.split_at_mut(len);
+            own.push(slot);
+            rest = after;
+        }
+        slots.push(own);
+    }
+    let mut slots = slots.into_iter();
+    let mut slots0 = slots.next().ok_or_else(missing)?;
+    for (slot, (_, values)) in slots0.iter_mut().zip(&first) {
+        slot.copy_from_slice(values);
+    }
+    if let Some(slot) = slots0.last_mut() {
+        slot.copy_from_slice(&tail0.0);
+    }
+
+    // Then every other challenge: heads and labelings at once, then the tails, which read
+    // the labels; each into its place.
+    let mut tails_slots = Vec::with_capacity(challenges - 1);
+    let mut work = Vec::with_capacity((challenges - 1) * (layers + 1));
+    for (c, mut own) in (1..challenges).zip(slots) {
+        let tail = own.pop().ok_or_else(missing)?;
+        tails_slots.push((c, tail));
+        work.extend(first_pieces(c).zip(own).map(|((c, p), slot)| (c, p, slot)));
+    }
+    let into_place = |scratch: &mut Aux,
+                      (c, p, slot): (usize, Piece, &mut [Scalar]),
+                      labels: &[Scalar]|
+     -> PieceResult {
+        scratch.0.clear();
+        let w = piece(c, p, labels, scratch)?;
+        if scratch.0.len() != slot.len() {
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        slot.copy_from_slice(&scratch.0);
+        Ok(w)
+    };
+    let done: Vec<PieceWitness> = work
+        .into_par_iter()
+        .map_init(|| Aux(Vec::new()), |scratch, w| into_place(scratch, w, &[]))
+        .collect::<Result<_, _>>()?;
     let labels: Vec<Vec<Scalar>> = done
-        .chunks(per_challenge)
+        .chunks(layers + 1)
         .map(|pieces| {
             pieces[1..]
                 .iter()
@@ -486,21 +558,25 @@ fn run_pieces(
                 .collect()
         })
         .collect::<Result<_, _>>()?;
-    let tails = (0..challenges)
+    let tails: Vec<PieceWitness> = tails_slots
         .into_par_iter()
-        .map(|c| piece(c, Piece::Tail, &labels[c]))
-        .collect::<Result<Vec<_>, _>>()?;
+        .zip(labels.par_iter())
+        .map_init(
+            || Aux(Vec::new()),
+            |scratch, ((c, slot), labels)| into_place(scratch, (c, Piece::Tail, slot), labels),
+        )
+        .collect::<Result<_, _>>()?;
 
-    let mut tails = tails.into_iter();
-    let mut ordered = Vec::with_capacity(done.len() + challenges);
-    for (i, w) in done.into_iter().enumerate() {
-        ordered.push((w.input, w.aux));
-        if i % per_challenge == layers {
-            let tail = tails.next().ok_or_else(missing)?;
-            ordered.push((tail.input, tail.aux));
+    // the inputs, in the circuit's order
+    let mut firsts = first.iter().map(|(w, _)| w).chain(done.iter());
+    let tails = std::iter::once(&tail0_witness).chain(tails.iter());
+    for tail in tails {
+        for _ in 0..=layers {
+            input.extend_from_slice(&firsts.next().ok_or_else(missing)?.input);
         }
+        input.extend_from_slice(&tail.input);
     }
-    Ok(ordered)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -531,6 +607,56 @@ mod tests {
             .collect()
     }
 
+    /// A toy piece: its values name the challenge, the piece and the value's place; the
+    /// tail of challenge `longer` allocates one value more.
+    fn toy(longer: usize) -> impl Fn(usize, Piece, &[Scalar], &mut Aux) -> PieceResult + Sync {
+        move |c, p, labels, aux| {
+            let k = match p {
+                Piece::Head => 0,
+                Piece::Labeling(l) => l,
+                Piece::Tail => 9,
+            };
+            let n = 3 + k % 2 + usize::from(p == Piece::Tail && c == longer);
+            for i in 0..n {
+                aux.0.push(Scalar::from((c * 100 + k * 10 + i) as u64));
+            }
+            let sum = labels.iter().fold(Scalar::ZERO, |a, b| a + b);
+            Ok(PieceWitness {
+                input: vec![Scalar::from(c as u64) + sum],
+                label: match p {
+                    Piece::Labeling(l) => Some(Scalar::from((c * 100 + l) as u64)),
+                    _ => None,
+                },
+            })
+        }
+    }
+
+    /// Pieces land in the circuit's order (each challenge's head, labelings, tail; the
+    /// tails given their labels) after what the buffers held, as one sequential run puts
+    /// them; a piece allocating other than the first challenge's is refused.
+    #[test]
+    fn pieces_land_in_order_and_other_sizes_are_refused() {
+        let (challenges, layers) = (5, 2);
+        let piece = toy(usize::MAX);
+        let (mut want_input, mut want_aux) = (vec![Scalar::ONE], Aux(vec![Scalar::ONE]));
+        for c in 0..challenges {
+            let mut labels = Vec::new();
+            for p in std::iter::once(Piece::Head).chain((1..=layers).map(Piece::Labeling)) {
+                let w = piece(c, p, &[], &mut want_aux).expect("piece");
+                want_input.extend(w.input);
+                labels.extend(w.label);
+            }
+            let w = piece(c, Piece::Tail, &labels, &mut want_aux).expect("tail");
+            want_input.extend(w.input);
+        }
+        let (mut input, mut aux) = (vec![Scalar::ONE], vec![Scalar::ONE]);
+        run_pieces(challenges, layers, &piece, &mut input, &mut aux).expect("pieces");
+        assert_eq!(input, want_input);
+        assert!(aux == want_aux.0);
+        let (mut input, mut aux) = (Vec::new(), Vec::new());
+        assert!(run_pieces(challenges, layers, toy(3), &mut input, &mut aux).is_err());
+    }
+
     /// Partition 0 of a sparse 32 GiB PoRep: every labeling piece computed natively equals
     /// the gadgets' (both timed on this one thread), and the whole witness computed in
     /// pieces on a pool of one thread equals full synthesis.
@@ -557,16 +683,17 @@ mod tests {
         let (mut by_native, mut by_gadgets, mut compared) = (Duration::ZERO, Duration::ZERO, 0);
         for c in 0..count {
             for layer in 1..=layers {
+                let (mut a_aux, mut b_aux) = (Aux(Vec::new()), Aux(Vec::new()));
                 let t = Instant::now();
-                let a = native(c, Piece::Labeling(layer), &[]).expect("native labeling");
+                let a = native(c, Piece::Labeling(layer), &[], &mut a_aux).expect("native");
                 by_native += t.elapsed();
                 let t = Instant::now();
-                let b = gadgets(c, Piece::Labeling(layer), &[]).expect("gadget labeling");
+                let b = gadgets(c, Piece::Labeling(layer), &[], &mut b_aux).expect("gadgets");
                 by_gadgets += t.elapsed();
                 assert!(a.input == b.input, "challenge {c} layer {layer}: inputs");
-                assert!(a.aux == b.aux, "challenge {c} layer {layer}: aux");
+                assert!(a_aux.0 == b_aux.0, "challenge {c} layer {layer}: aux");
                 assert_eq!(a.label, b.label, "challenge {c} layer {layer}: label");
-                compared += a.aux.len();
+                compared += a_aux.0.len();
             }
         }
         eprintln!(
