@@ -8,12 +8,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::{Actor, Handler, SyncContext};
+use cuzk_engine::circuits::PartitionCircuit;
 use cuzk_engine::prover::check_shape;
 use cuzk_engine::synthesis::synthesize_partition;
-use cuzk_engine::SrsStore;
+use cuzk_engine::{RegisteredProof, SrsStore};
 use tracing::info_span;
 
-use super::{Prepare, Prepared, SchedulerInbox, SynthInput, Synthesize, Synthesized};
+use super::{
+    Prepare, Prepared, PreparedParts, SchedulerInbox, SynthInput, Synthesize, Synthesized,
+};
 use crate::failure::{Failure, FailureCause};
 use crate::trace::TraceSink;
 use crate::work::Payload;
@@ -72,6 +75,69 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
+/// A job's parameters from `store`, and with `pce` its circuit's recording (the cache file,
+/// or `blank` recorded), with the parameters' load time.
+///
+/// The recording (one thread; minutes at 32 GiB when it is not cached) runs on a thread of
+/// its own beside the parameters' load (every core; about a minute for 44 GiB): the job waits
+/// for the longer of the two, not their sum. A failed load returns at once; a recording still
+/// running then finishes on its own and stays in the PCE store for the next job of the
+/// circuit.
+fn prepare(
+    store: &Arc<SrsStore>,
+    proof: RegisteredProof,
+    params_identifier: &str,
+    identity: String,
+    blank: Box<dyn PartitionCircuit>,
+    pce: bool,
+) -> std::result::Result<PreparedParts, Failure> {
+    let recording = if pce {
+        let store = store.clone();
+        let span = tracing::Span::current();
+        let handle = std::thread::Builder::new()
+            .name("cuzk-pce-record".into())
+            .spawn(move || {
+                let _entered = span.entered();
+                store
+                    .pce()
+                    .get_or_record(&identity, blank)
+                    .map_err(|e| Failure::from_engine(&e))
+            })
+            .map_err(|e| {
+                Failure::new(
+                    FailureCause::Synthesis,
+                    format!("cannot start a thread to record the circuit: {e}"),
+                )
+            })?;
+        Some(handle)
+    } else {
+        None
+    };
+    catch_unwind(AssertUnwindSafe(|| {
+        let t = Instant::now();
+        let srs = store
+            .get_by_identifier(proof, params_identifier)
+            .map_err(|e| Failure::from_engine(&e))?;
+        let load = t.elapsed();
+        let r1cs = match recording {
+            Some(handle) => Some(handle.join().unwrap_or_else(|p| {
+                Err(Failure::new(
+                    FailureCause::Synthesis,
+                    format!("recording the circuit panicked: {}", panic_message(p)),
+                ))
+            })?),
+            None => None,
+        };
+        Ok((srs, r1cs, load))
+    }))
+    .unwrap_or_else(|p| {
+        Err(Failure::new(
+            FailureCause::Synthesis,
+            format!("preparing panicked: {}", panic_message(p)),
+        ))
+    })
+}
+
 impl Handler<Prepare> for SynthesisActor {
     type Result = ();
 
@@ -79,31 +145,14 @@ impl Handler<Prepare> for SynthesisActor {
         let t0 = Instant::now();
         let _span = info_span!(parent: &msg.span, "prepare", job = msg.job, circuit = %msg.params_identifier)
             .entered();
-        let store = self.store.clone();
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            let t = Instant::now();
-            let srs = store
-                .get_by_identifier(msg.proof, &msg.params_identifier)
-                .map_err(|e| Failure::from_engine(&e))?;
-            let load = t.elapsed();
-            let r1cs = if msg.pce {
-                Some(
-                    store
-                        .pce()
-                        .get_or_record(&msg.shape_identity, msg.blank)
-                        .map_err(|e| Failure::from_engine(&e))?,
-                )
-            } else {
-                None
-            };
-            Ok((srs, r1cs, load))
-        }))
-        .unwrap_or_else(|p| {
-            Err(Failure::new(
-                FailureCause::Synthesis,
-                format!("preparing panicked: {}", panic_message(p)),
-            ))
-        });
+        let result = prepare(
+            &self.store,
+            msg.proof,
+            &msg.params_identifier,
+            msg.shape_identity,
+            msg.blank,
+            msg.pce,
+        );
         self.trace.slice(
             &self.track,
             "prepare",
@@ -217,6 +266,65 @@ fn synthesize(
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    /// A circuit whose synthesis waits until its gate opens (the sender is dropped): a
+    /// recording that takes as long as the test says.
+    #[derive(Clone)]
+    struct Gated(crossbeam_channel::Receiver<()>);
+
+    impl bellperson::Circuit<blstrs::Scalar> for Gated {
+        fn synthesize<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> std::result::Result<(), bellperson::SynthesisError> {
+            let _ = self.0.recv();
+            let x = cs.alloc(|| "x", || Ok(blstrs::Scalar::from(3u64)))?;
+            cs.enforce(
+                || "x * x = 3x",
+                |lc| lc + x,
+                |lc| lc + x,
+                |lc| lc + x + x + x,
+            );
+            Ok(())
+        }
+    }
+
+    /// Missing parameters fail the job while its recording is still running, and the
+    /// recording, once done, is kept for the next job of the circuit.
+    #[test]
+    fn a_failed_load_does_not_wait_for_the_recording() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Arc::new(SrsStore::new(dir.path()));
+        let (gate, closed) = crossbeam_channel::bounded::<()>(0);
+        let proof = RegisteredProof::latest(
+            cuzk_engine::ProofKind::PorepC2,
+            cuzk_engine::SectorSize::S2KiB,
+        );
+        let blank = Box::new(cuzk_engine::circuits::CircuitBox(Gated(closed)));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let for_prepare = store.clone();
+        std::thread::spawn(move || {
+            let result = prepare(&for_prepare, proof, "absent", "gated".into(), blank, true);
+            let _ = tx.send(result.err());
+        });
+        let failed = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the failed load waited for the recording")
+            .expect("no parameter file: an error");
+        assert_eq!(failed.cause, FailureCause::Params, "{failed:?}");
+        assert_eq!(
+            store.pce().recorded_count(),
+            0,
+            "the recording is still waiting at its gate"
+        );
+        drop(gate);
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        while store.pce().recorded_count() == 0 {
+            assert!(Instant::now() < deadline, "the recording never finished");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(dir.path().join("cuzk-pce").join("gated.pce").exists());
+    }
 
     fn own_niceness() -> i32 {
         rustix::process::getpriority_process(Some(rustix::thread::gettid()))
