@@ -35,8 +35,29 @@ fn classify(z: &[Scalar], parallel: bool) -> Vec<u8> {
     }
 }
 
+/// The witness z = (inputs, aux) as the two vectors it arrives in, never copied into one: a
+/// 32 GiB PoRep partition's aux is 4.2 GB.
+#[derive(Clone, Copy)]
+struct Witness<'a> {
+    input: &'a [Scalar],
+    aux: &'a [Scalar],
+    /// The class of each column's value (inputs, then aux).
+    kind: &'a [u8],
+}
+
+impl Witness<'_> {
+    /// Column `col`'s value (inputs first, then aux).
+    #[inline(always)]
+    fn value(&self, col: usize) -> Scalar {
+        match col.checked_sub(self.input.len()) {
+            Some(i) => self.aux[i],
+            None => self.input[col],
+        }
+    }
+}
+
 /// Rows `r0..r0 + out.len()` of `m · z`.
-fn spmv_rows(m: &Csr, coeffs: &[Scalar], z: &[Scalar], kind: &[u8], r0: usize, out: &mut [Scalar]) {
+fn spmv_rows(m: &Csr, coeffs: &[Scalar], z: Witness<'_>, r0: usize, out: &mut [Scalar]) {
     for (i, slot) in out.iter_mut().enumerate() {
         let r = r0 + i;
         let (s, e) = (m.row_ptr[r] as usize, m.row_ptr[r + 1] as usize);
@@ -44,28 +65,28 @@ fn spmv_rows(m: &Csr, coeffs: &[Scalar], z: &[Scalar], kind: &[u8], r0: usize, o
         for k in s..e {
             let col = m.cols[k] as usize;
             let ci = m.coeff_idx[k];
-            match (kind[col], ci) {
+            match (z.kind[col], ci) {
                 (ZERO, _) => {}
                 (ONE, COEFF_ONE) => acc += Scalar::ONE,
                 (ONE, COEFF_MINUS_ONE) => acc -= Scalar::ONE,
                 (ONE, _) => acc += coeffs[ci as usize],
-                (_, COEFF_ONE) => acc += z[col],
-                (_, COEFF_MINUS_ONE) => acc -= z[col],
-                _ => acc += z[col] * coeffs[ci as usize],
+                (_, COEFF_ONE) => acc += z.value(col),
+                (_, COEFF_MINUS_ONE) => acc -= z.value(col),
+                _ => acc += z.value(col) * coeffs[ci as usize],
             }
         }
         *slot = acc;
     }
 }
 
-fn spmv(m: &Csr, coeffs: &[Scalar], z: &[Scalar], kind: &[u8], parallel: bool) -> Vec<Scalar> {
+fn spmv(m: &Csr, coeffs: &[Scalar], z: Witness<'_>, parallel: bool) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; m.rows()];
     if parallel {
         out.par_chunks_mut(ROWS_PER_TASK)
             .enumerate()
-            .for_each(|(t, chunk)| spmv_rows(m, coeffs, z, kind, t * ROWS_PER_TASK, chunk));
+            .for_each(|(t, chunk)| spmv_rows(m, coeffs, z, t * ROWS_PER_TASK, chunk));
     } else {
-        spmv_rows(m, coeffs, z, kind, 0, &mut out);
+        spmv_rows(m, coeffs, z, 0, &mut out);
     }
     out
 }
@@ -107,32 +128,34 @@ fn evaluate_with(
             r1cs.num_aux
         )));
     }
-    let mut z = input;
-    let n_in = z.len();
-    z.extend_from_slice(&aux);
-    let kind = classify(&z, parallel);
+    let mut kind = classify(&input, parallel);
+    kind.extend(classify(&aux, parallel));
+    let z = Witness {
+        input: &input,
+        aux: &aux,
+        kind: &kind,
+    };
     let (a, (b, c)) = if parallel {
         rayon::join(
-            || spmv(&r1cs.a, &r1cs.coeffs, &z, &kind, true),
+            || spmv(&r1cs.a, &r1cs.coeffs, z, true),
             || {
                 rayon::join(
-                    || spmv(&r1cs.b, &r1cs.coeffs, &z, &kind, true),
-                    || spmv(&r1cs.c, &r1cs.coeffs, &z, &kind, true),
+                    || spmv(&r1cs.b, &r1cs.coeffs, z, true),
+                    || spmv(&r1cs.c, &r1cs.coeffs, z, true),
                 )
             },
         )
     } else {
         (
-            spmv(&r1cs.a, &r1cs.coeffs, &z, &kind, false),
+            spmv(&r1cs.a, &r1cs.coeffs, z, false),
             (
-                spmv(&r1cs.b, &r1cs.coeffs, &z, &kind, false),
-                spmv(&r1cs.c, &r1cs.coeffs, &z, &kind, false),
+                spmv(&r1cs.b, &r1cs.coeffs, z, false),
+                spmv(&r1cs.c, &r1cs.coeffs, z, false),
             ),
         )
     };
-    z.truncate(n_in);
     Ok(Assignment {
-        input: z,
+        input,
         aux,
         a,
         b,
