@@ -319,11 +319,13 @@ mod tests {
         );
         drop(gate);
         let deadline = Instant::now() + std::time::Duration::from_secs(60);
-        while store.pce().recorded_count() == 0 {
+        // recorded, then saved to its cache file
+        let file = dir.path().join("cuzk-pce").join("gated.pce");
+        while store.pce().recorded_count() == 0 || !file.exists() {
             assert!(Instant::now() < deadline, "the recording never finished");
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert!(dir.path().join("cuzk-pce").join("gated.pce").exists());
+        assert_eq!(store.pce().recorded_count(), 1);
     }
 
     fn own_niceness() -> i32 {
