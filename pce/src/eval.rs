@@ -80,7 +80,7 @@ fn spmv_rows(m: &Csr, coeffs: &[Scalar], z: Witness<'_>, r0: usize, out: &mut [S
 }
 
 fn spmv(m: &Csr, coeffs: &[Scalar], z: Witness<'_>, parallel: bool) -> Vec<Scalar> {
-    let mut out = vec![Scalar::ZERO; m.rows()];
+    let mut out = crate::buffers::take_zeroed(m.rows(), parallel);
     if parallel {
         out.par_chunks_mut(ROWS_PER_TASK)
             .enumerate()

@@ -8,6 +8,7 @@
 //!
 //! | module | holds |
 //! |---|---|
+//! | [`buffers`] | partition-sized scalar vectors kept for the next partition |
 //! | [`density`] | bit sets saying which variables reach the A and B queries |
 //! | [`synthesis`] | full synthesis: assignments plus the a/b/c evaluations of every constraint |
 //! | [`r1cs`] | recorded A, B, C in CSR form, coefficient table, densities |
@@ -21,6 +22,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod buffers;
 pub mod cache;
 pub mod check;
 pub mod density;

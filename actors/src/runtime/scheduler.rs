@@ -749,6 +749,13 @@ impl SchedulerActor {
         }
         self.synthesis.forget(id);
         self.setup.shared.jobs.remove(&id);
+        if self.jobs.is_empty() {
+            // Nothing to synthesise next: the partition-sized vectors kept for the next
+            // partition go back to the host, on a thread of their own (gigabytes to unmap).
+            let _ = std::thread::Builder::new()
+                .name("cuzk-trim".into())
+                .spawn(cuzk_engine::pce::buffers::trim);
+        }
         // Leases of the job still held (queued behind another partition, or being proved):
         // their results would be discarded, so a device that has not started one drops it.
         let held: Vec<(DeviceId, LeaseId)> = self

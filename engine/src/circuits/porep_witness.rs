@@ -498,9 +498,14 @@ fn run_pieces(
         .collect();
     let per_challenge: usize = sizes.iter().sum();
 
-    // The whole witness's room at once, its pages touched on every thread.
+    // The whole witness's room at once (a vector a proved partition left, when one is
+    // kept: its pages are mapped already), its pages touched on every thread.
     let base = aux.len();
-    aux.reserve_exact(per_challenge * challenges);
+    if aux.capacity() - base < per_challenge * challenges {
+        let mut room = cuzk_pce::buffers::take_empty(base + per_challenge * challenges);
+        room.extend_from_slice(aux);
+        *aux = room;
+    }
     aux.par_extend(rayon::iter::repeat_n(
         Scalar::ZERO,
         per_challenge * challenges,

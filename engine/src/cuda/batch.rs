@@ -235,7 +235,20 @@ fn own_phases(
             context: format!("partition {partition}: classifying the query scalars"),
             source: Box::new(source),
         })?;
-    partition::release(asg, 1 << 30);
+    // the host's vectors: kept for the next partition's synthesis, the rest freed apart
+    let Assignment {
+        input,
+        aux,
+        a,
+        b,
+        c,
+        ..
+    } = asg;
+    let unkept: Vec<_> = [aux, a, b, c]
+        .into_iter()
+        .filter_map(cuzk_pce::buffers::give)
+        .collect();
+    partition::release((input, unkept), 1 << 30);
     Ok(Started {
         partition,
         h: h?,

@@ -592,7 +592,12 @@ pub fn prove_msms(
             ..
         } = on_device;
         let bytes = (a.len() + b.len() + c.len()) * 32;
-        release((a, b, c), bytes); // host copies: the device has them now
+        // host copies: the device has them now; kept for the next partition's synthesis
+        let unkept: Vec<_> = [a, b, c]
+            .into_iter()
+            .filter_map(cuzk_pce::buffers::give)
+            .collect();
+        release(unkept, bytes);
 
         let h = h_phases(dev, partition, &mut t, &mut srs, [d_a, d_b, d_c])?;
         if d_aux.is_none() && !aux.is_empty() {
@@ -631,7 +636,7 @@ pub fn prove_msms(
     let bytes = aux.len() * 32;
     let host_values = (
         input,
-        aux,
+        cuzk_pce::buffers::give(aux),
         b_inputs,
         a_aux_density,
         b_input_density,
