@@ -448,6 +448,16 @@ fn piece_fn<Tree: 'static + MerkleTreeTrait>(
     Ok(piece)
 }
 
+/// Room for `more` values after `aux`'s: a vector a proved partition left when one is kept
+/// (its pages mapped already, [`cuzk_pce::buffers`]), else a new one.
+fn make_room(aux: &mut Vec<Scalar>, more: usize) {
+    if aux.capacity() - aux.len() < more {
+        let mut room = cuzk_pce::buffers::take_empty(aux.len() + more);
+        room.extend_from_slice(aux);
+        *aux = room;
+    }
+}
+
 /// Runs every piece of `challenges` challenges of `layers` layers through `piece`, on
 /// rayon's pool, and appends their inputs and aux values to `input` and `aux` in the
 /// circuit's order (each challenge's head, labelings and tail).
@@ -498,14 +508,9 @@ fn run_pieces(
         .collect();
     let per_challenge: usize = sizes.iter().sum();
 
-    // The whole witness's room at once (a vector a proved partition left, when one is
-    // kept: its pages are mapped already), its pages touched on every thread.
+    // The whole witness's room at once, its pages touched on every thread.
     let base = aux.len();
-    if aux.capacity() - base < per_challenge * challenges {
-        let mut room = cuzk_pce::buffers::take_empty(base + per_challenge * challenges);
-        room.extend_from_slice(aux);
-        *aux = room;
-    }
+    make_room(aux, per_challenge * challenges);
     aux.par_extend(rayon::iter::repeat_n(
         Scalar::ZERO,
         per_challenge * challenges,

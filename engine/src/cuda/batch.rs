@@ -236,19 +236,8 @@ fn own_phases(
             source: Box::new(source),
         })?;
     // the host's vectors: kept for the next partition's synthesis, the rest freed apart
-    let Assignment {
-        input,
-        aux,
-        a,
-        b,
-        c,
-        ..
-    } = asg;
-    let unkept: Vec<_> = [aux, a, b, c]
-        .into_iter()
-        .filter_map(cuzk_pce::buffers::give)
-        .collect();
-    partition::release((input, unkept), 1 << 30);
+    let Assignment { aux, a, b, c, .. } = asg;
+    partition::keep_or_release([aux, a, b, c], 1 << 30);
     Ok(Started {
         partition,
         h: h?,

@@ -592,12 +592,7 @@ pub fn prove_msms(
             ..
         } = on_device;
         let bytes = (a.len() + b.len() + c.len()) * 32;
-        // host copies: the device has them now; kept for the next partition's synthesis
-        let unkept: Vec<_> = [a, b, c]
-            .into_iter()
-            .filter_map(cuzk_pce::buffers::give)
-            .collect();
-        release(unkept, bytes);
+        keep_or_release([a, b, c], bytes); // host copies: the device has them now
 
         let h = h_phases(dev, partition, &mut t, &mut srs, [d_a, d_b, d_c])?;
         if d_aux.is_none() && !aux.is_empty() {
@@ -915,6 +910,16 @@ pub(super) fn release<T: Send + 'static>(v: T, bytes: usize) {
     let _ = std::thread::Builder::new()
         .name("cuzk-free".into())
         .spawn(move || drop(v));
+}
+
+/// Hands host vectors whose values the device holds to [`cuzk_pce::buffers`] for the next
+/// partition's synthesis; those it does not keep are freed apart ([`release`]).
+pub(super) fn keep_or_release<const N: usize>(vectors: [Vec<Scalar>; N], bytes: usize) {
+    let unkept: Vec<_> = vectors
+        .into_iter()
+        .filter_map(cuzk_pce::buffers::give)
+        .collect();
+    release(unkept, bytes);
 }
 
 /// With the device's MSM step timing: the steps that build a query's scalars (allocation,
