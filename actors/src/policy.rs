@@ -600,7 +600,9 @@ impl<T: Clone> SchedulerCore<T> {
 /// within a priority), while a worker is free and the host-memory budget allows; one
 /// partition may always be in flight, so a budget smaller than a partition still makes
 /// progress, one at a time. A partition's bytes count from then until the scheduler releases
-/// them (its input was consumed by a device, or dropped).
+/// them (its input was consumed by a device, or dropped). Host vectors kept for reuse
+/// ([`set_kept`](Self::set_kept)) count too: a new partition takes its room from them first,
+/// so admitting it brings the host to `used + max(its bytes, kept)`.
 #[derive(Debug)]
 pub struct SynthesisQueue {
     waiting: BTreeSet<QueueKey>,
@@ -608,6 +610,7 @@ pub struct SynthesisQueue {
     in_flight: usize,
     host_budget: u64,
     host_used: u64,
+    kept: u64,
 }
 
 impl SynthesisQueue {
@@ -619,7 +622,13 @@ impl SynthesisQueue {
             in_flight: 0,
             host_budget,
             host_used: 0,
+            kept: 0,
         }
+    }
+
+    /// Bytes of host vectors kept for the next partitions now (`cuzk_pce::buffers`).
+    pub fn set_kept(&mut self, bytes: u64) {
+        self.kept = bytes;
     }
 
     /// Queues partition `p` of `job`, of `priority` and the `seq`-th submitted.
@@ -642,7 +651,8 @@ impl SynthesisQueue {
                 self.forget(job);
                 continue;
             };
-            if self.host_used > 0 && self.host_used.saturating_add(bytes) > self.host_budget {
+            let after = self.host_used.saturating_add(bytes.max(self.kept));
+            if self.host_used > 0 && after > self.host_budget {
                 return None;
             }
             self.waiting.remove(&key);
@@ -687,6 +697,24 @@ impl SynthesisQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Kept vectors count against the budget beyond what the next partition reuses of them.
+    #[test]
+    fn kept_vectors_count_beyond_the_next_partitions_room() {
+        let mut q = SynthesisQueue::new(3, 100);
+        for p in 0..3 {
+            q.push(Priority::Normal, 1, 1, p);
+        }
+        assert_eq!(q.next(|_| Some(40)), Some((1, 0, 40)));
+        // 40 kept: the next partition reuses them, 40 + 40 fits
+        q.set_kept(40);
+        assert_eq!(q.next(|_| Some(40)), Some((1, 1, 40)));
+        // 30 more than the next partition takes stay kept: 80 + 40 + 30 would not fit
+        q.set_kept(70);
+        assert_eq!(q.next(|_| Some(40)), None);
+        q.set_kept(0);
+        assert_eq!(q.next(|_| Some(20)), Some((1, 2, 20)));
+    }
 
     #[test]
     fn synthesis_takes_priority_order_within_workers_and_budget() {

@@ -603,6 +603,9 @@ impl SchedulerActor {
     /// Sends partitions to synthesis while workers and the host-memory budget allow (the
     /// policy's [`SynthesisQueue`]).
     fn pump_synthesis(&mut self) {
+        let (_, kept) = cuzk_engine::pce::buffers::kept();
+        self.synthesis
+            .set_kept((kept * std::mem::size_of::<blstrs::Scalar>()) as u64);
         loop {
             let alone = self.synthesis.in_flight() == 0;
             let jobs = &self.jobs;
