@@ -27,11 +27,12 @@ fn class_of(v: &Scalar) -> u8 {
     }
 }
 
-fn classify(z: &[Scalar], parallel: bool) -> Vec<u8> {
+/// The class of each column's value: the inputs', then the aux values'.
+fn classify(input: &[Scalar], aux: &[Scalar], parallel: bool) -> Vec<u8> {
     if parallel {
-        z.par_iter().map(class_of).collect()
+        input.par_iter().chain(aux).map(class_of).collect()
     } else {
-        z.iter().map(class_of).collect()
+        input.iter().chain(aux).map(class_of).collect()
     }
 }
 
@@ -128,8 +129,7 @@ fn evaluate_with(
             r1cs.num_aux
         )));
     }
-    let mut kind = classify(&input, parallel);
-    kind.extend(classify(&aux, parallel));
+    let kind = classify(&input, &aux, parallel);
     let z = Witness {
         input: &input,
         aux: &aux,
